@@ -1,0 +1,1 @@
+"""Run analysis: metrics, Gantt charts and run comparison (``batkube analyze`` / ``batkube compare``)."""

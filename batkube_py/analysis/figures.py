@@ -1,0 +1,148 @@
+"""Figures of one run, written as PNG and SVG with the headless Agg backend.
+
+Each figure is a function drawing on fresh axes, so tests and ``compare`` can reuse them; :func:`save`
+writes both formats and closes the figure (long analyses would otherwise keep every figure in memory).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from batkube_py.analysis import metrics as m  # noqa: E402
+from batkube_py.analysis.gantt import plot_job_gantt, plot_node_gantt  # noqa: E402
+from batkube_py.analysis.loading import Run  # noqa: E402
+
+FIGSIZE = (10.0, 6.0)
+DPI = 100
+FORMATS = ("png", "svg")
+
+
+def save(fig: Figure, outdir: Path, stem: str) -> list[Path]:
+    outdir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for fmt in FORMATS:
+        path = outdir / f"{stem}.{fmt}"
+        fig.savefig(path, format=fmt, dpi=DPI)
+        paths.append(path)
+    plt.close(fig)
+    return paths
+
+
+def _steps(ax, series: pd.DataFrame, scale: float = 1.0, **kw) -> None:
+    if len(series):
+        ax.step(series["time"], series["value"] / scale, where="post", **kw)
+
+
+def utilisation_figure(run: Run, t1: float) -> Figure:
+    """cpu utilisation (or running jobs when capacities are unknown) and queue length over time."""
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=FIGSIZE, sharex=True)
+    jobs = run.jobs
+    if run.pods is not None and run.nodes is not None:
+        pods = m.bound_pods(run.pods, t1)
+        series = m.step_series(pods["bind_time"], pods["finish_time"], pods["cpu_request"])
+        _steps(top, series, float(run.nodes["cpu"].sum()) / 100.0, color="tab:blue", label="requested cpu")
+        top.axhline(100.0, color="black", linestyle="--", linewidth=0.8, label="capacity")
+        top.set_ylabel("cpu utilisation (%)")
+        top.legend(loc="upper right", fontsize="small")
+    else:
+        ran = jobs[jobs["starting_time"].notna()]
+        running = m.step_series(ran["starting_time"], ran["finish_time"], np.ones(len(ran)))
+        _steps(top, running, color="tab:blue")
+        top.set_ylabel("running jobs")
+        top.set_title("cpu capacities unknown (no nodes.csv / --platform): running jobs shown",
+                      fontsize="small")
+    _steps(bottom, m.queue_series(jobs), color="tab:orange")
+    bottom.set_ylabel("queued jobs")
+    bottom.set_xlabel("time (s)")
+    for ax in (top, bottom):
+        ax.grid(True)
+    fig.suptitle("Utilisation and queue length")
+    fig.tight_layout()
+    return fig
+
+
+def waiting_figure(waits: dict[str, pd.Series], title: str = "Waiting time distribution") -> Figure:
+    """Histogram and empirical CDF of waiting times; one curve per label (used by compare too)."""
+    fig, (hist, ecdf) = plt.subplots(1, 2, figsize=FIGSIZE)
+    finite = [w.dropna().to_numpy() for w in waits.values()]
+    hi = max((w.max() for w in finite if len(w)), default=1.0)
+    bins = np.linspace(0.0, hi if hi > 0 else 1.0, 41)
+    for (label, _), w in zip(waits.items(), finite, strict=True):
+        hist.hist(w, bins=bins, alpha=0.5, label=label)
+        xs = np.sort(w)
+        ecdf.step(xs, np.arange(1, len(xs) + 1) / max(len(xs), 1), where="post", label=label)
+    hist.set_xlabel("waiting time (s)")
+    hist.set_ylabel("jobs")
+    ecdf.set_xlabel("waiting time (s)")
+    ecdf.set_ylabel("fraction of jobs")
+    for ax in (hist, ecdf):
+        ax.grid(True)
+        if len(waits) > 1:
+            ax.legend(fontsize="small")
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def reasons_figure(reasons: dict[str, int]) -> Figure:
+    fig, ax = plt.subplots(figsize=FIGSIZE)
+    names = list(reasons)[::-1]
+    ax.barh(names, [reasons[n] for n in names], color="tab:red")
+    ax.set_xlabel("unschedulable attempts")
+    ax.set_title("Unschedulable reasons")
+    fig.tight_layout()
+    return fig
+
+
+def job_gantt_figure(run: Run) -> tuple[Figure, str]:
+    fig, ax = plt.subplots(figsize=FIGSIZE)
+    how = plot_job_gantt(ax, run.jobs, run.nb_resources)
+    fig.tight_layout()
+    return fig, how
+
+
+def node_gantt_figure(run: Run, t1: float, figsize: tuple[float, float] = FIGSIZE) -> Figure:
+    assert run.pods is not None and run.nodes is not None
+    pods = m.bound_pods(run.pods, t1)
+    fig, ax = plt.subplots(figsize=figsize)
+    plot_node_gantt(ax, pods, run.nodes, m.over_allocation(pods, run.nodes))
+    fig.tight_layout()
+    return fig
+
+
+def render_all(run: Run, metrics: dict, outdir: Path,
+               step: Callable[[str], None] = lambda _: None) -> list[Path]:
+    """Write every figure that the run's data supports; ``step`` reports progress by name."""
+    t1 = metrics.get("makespan") or 0.0
+    paths: list[Path] = []
+    step("job Gantt")
+    fig, how = job_gantt_figure(run)
+    if how == "fast":
+        run.notes.append(f"job Gantt drawn without evalys (over {len(run.jobs)} jobs is too slow with it)")
+    if run.nb_resources is None:
+        run.notes.append("job Gantt resource bounds guessed from allocations (no nodes/platform)")
+    if (run.jobs["starting_time"].notna() & (run.jobs["allocated_resources"] == "")).any():
+        run.notes.append("some started jobs have no allocated_resources and are absent from the job Gantt")
+    paths += save(fig, outdir, "job_gantt")
+    if run.pods is not None and run.nodes is not None:
+        step("node Gantt")
+        paths += save(node_gantt_figure(run, t1), outdir, "node_gantt")
+    step("utilisation")
+    paths += save(utilisation_figure(run, t1), outdir, "utilisation")
+    step("waiting times")
+    started = run.jobs[run.jobs["state"] != "rejected"]
+    paths += save(waiting_figure({run.name: started["waiting_time"]}), outdir, "waiting_time")
+    if metrics.get("unschedulable_reasons"):
+        step("unschedulable reasons")
+        paths += save(reasons_figure(metrics["unschedulable_reasons"]), outdir, "unschedulable_reasons")
+    return paths
