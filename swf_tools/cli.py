@@ -1,0 +1,228 @@
+"""``swf-tools``: from a Parallel Workloads Archive trace to a workload batkube can run, in one tool."""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from swf_tools.convert import ConvertOptions, convert
+from swf_tools.errors import SwfError
+from swf_tools.extract import extract_period, find_periods
+from swf_tools.stats import trace_info
+from swf_tools.swf import SwfTrace, parse_swf, write_swf
+from swf_tools.units import parse_duration, parse_memory
+
+F = TypeVar("F", bound=Callable[..., Any])
+console = Console(stderr=True, highlight=False)
+
+
+class Duration(click.ParamType):
+    name = "duration"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        if isinstance(value, int | float):
+            return float(value)
+        try:
+            return parse_duration(str(value))
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+class MemoryQuantity(click.ParamType):
+    name = "quantity"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        try:
+            return parse_memory(str(value)) // 1024
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+def _user_errors(func: F) -> F:
+    """Every expected failure becomes a one-paragraph message and exit code 1, never a traceback."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except SwfError as exc:
+            raise click.ClickException(str(exc)) from exc
+        except OSError as exc:
+            raise click.ClickException(f"{exc.filename or ''}: {exc.strerror or exc}") from exc
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _load(trace: Path, strict: bool) -> SwfTrace:
+    parsed = parse_swf(trace, strict=strict)
+    if parsed.malformed:
+        first = parsed.malformed[0].describe(trace)
+        console.print(f"[yellow]warning:[/] skipped {len(parsed.malformed)} malformed line(s); "
+                      f"first: {first} (use --strict to fail on them)")
+    return parsed
+
+
+TRACE = click.argument("trace", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+STRICT = click.option("--strict", is_flag=True, help="Fail on malformed lines instead of skipping them.")
+MAX_PROCS = click.option("--max-procs", type=click.IntRange(min=1), default=None,
+                         help="Machine size, when the MaxProcs header is missing or wrong.")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="batkube-py")
+def main() -> None:
+    """Prepare Parallel Workloads Archive (SWF) traces for batkube / Batsim experiments."""
+
+
+@main.command()
+@TRACE
+@STRICT
+@MAX_PROCS
+@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON on stdout.")
+@_user_errors
+def info(trace: Path, strict: bool, max_procs: int | None, as_json: bool) -> None:
+    """Summarise TRACE: jobs, span, MaxProcs, utilisation, size and runtime distributions."""
+    summary = trace_info(_load(trace, strict), max_procs)
+    if as_json:
+        click.echo(json.dumps(asdict(summary) | {"span": summary.span}, indent=2))
+        return
+    out = Console(highlight=False)
+    table = Table(title=str(trace), show_header=False)
+    table.add_row("jobs", f"{summary.jobs}" + (f" ({summary.malformed} malformed lines skipped)"
+                                                  if summary.malformed else ""))
+    table.add_row("span", f"{summary.span:.0f} s ({summary.span / 86400:.2f} days), "
+                          f"first submit {summary.first_submit:.0f} → last end {summary.last_end:.0f}")
+    table.add_row("MaxProcs", f"{summary.max_procs_header} (header), {summary.max_procs_used} (largest job)")
+    util = "n/a (no MaxProcs)" if summary.utilisation is None else f"{summary.utilisation:.3f}"
+    table.add_row("utilisation", util)
+    table.add_row("runtime 0 / missing", f"{summary.zero_runtime} / {summary.missing_runtime}")
+    for key, value in summary.header.items():
+        table.add_row(f"header {key}", value)
+    out.print(table)
+    sizes = Table("job size (procs)", "jobs", title="size distribution")
+    for bucket, count in summary.sizes.items():
+        sizes.add_row(bucket, str(count))
+    out.print(sizes)
+    runtimes = Table("runtime (s, > 0)", "value", title="runtime distribution")
+    for label, value in summary.runtime_quantiles.items():
+        runtimes.add_row(label, f"{value:.1f}")
+    out.print(runtimes)
+    statuses = Table("status", "jobs", title="status")
+    for label, count in summary.status.items():
+        statuses.add_row(label, str(count))
+    out.print(statuses)
+
+
+@main.command()
+@TRACE
+@click.option("--period", type=Duration(), required=True, help="Period length: 10h, 36000, 1h30m.")
+@click.option("--utilization", "--utilisation", "utilisation", type=click.FloatRange(0, min_open=True),
+              required=True, help="Wanted mean utilisation (fraction of MaxProcs), e.g. 0.8.")
+@click.option("--variation", type=click.FloatRange(0), default=0.01, show_default=True,
+              help="Accepted distance from --utilization.")
+@click.option("--seed", type=int, default=None,
+              help="Try 50 random period starts (evalys' randomize mode) seeded with N instead of a grid.")
+@click.option("--index", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Which of the matching periods to write (0 = first).")
+@click.option("--merge", type=click.Choice(["none", "basic", "change-submit-times"]), default="none",
+              show_default=True, help="Also keep jobs queued/running at the period start (evalys' merges).")
+@click.option("--rebase", is_flag=True, help="Shift submit times so the period starts at 0.")
+@MAX_PROCS
+@STRICT
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@_user_errors
+def extract(trace: Path, period: float, utilisation: float, variation: float, seed: int | None, index: int,
+            merge: str, rebase: bool, max_procs: int | None, strict: bool, output: Path) -> None:
+    """Write one period of TRACE whose mean utilisation is within --variation of --utilization."""
+    if period <= 0:
+        raise click.BadParameter("must be > 0", param_hint="--period")
+    parsed = _load(trace, strict)
+    with console.status("searching periods (evalys)…"):
+        search = find_periods(parsed, period, utilisation, variation, seed, max_procs)
+    if not search.periods:
+        raise click.ClickException(
+            f"no {period / 3600:g} h period of {trace} has a mean utilisation of {utilisation:g} ± "
+            f"{variation:g} ({search.candidates} candidates tried); widen --variation, try --seed, or change "
+            "--period")
+    table = Table("#", "begin (s)", "end (s)", "utilisation", "evalys", "jobs submitted",
+                  title=f"{len(search.periods)} matching period(s) of {search.candidates} tried")
+    for i, found in enumerate(search.periods):
+        table.add_row(str(i), f"{found.begin:.0f}", f"{found.end:.0f}", f"{found.utilisation:.4f}",
+                      f"{found.evalys_utilisation:.4f}", str(found.nb_jobs))
+    console.print(table)
+    if search.rejected_by_check:
+        console.print(f"[yellow]warning:[/] {search.rejected_by_check} evalys period(s) dropped: their "
+                      "re-measured utilisation is outside the asked range")
+    if index >= len(search.periods):
+        raise click.ClickException(f"--index {index}: only {len(search.periods)} matching period(s)")
+    chosen = search.periods[index]
+    header, jobs = extract_period(parsed, chosen, merge, rebase, (utilisation, variation))  # type: ignore[arg-type]
+    if jobs.empty:
+        raise click.ClickException(f"period {index} has no job to write; pick another --index or "
+                                   "--merge basic")
+    write_swf(output, header, jobs)
+    console.print(f"wrote {len(jobs)} jobs of period {index} (utilisation {chosen.utilisation:.4f}) "
+                  f"to {output}")
+
+
+@main.command(name="convert")
+@TRACE
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@click.option("--normalize-cpu", type=float, default=None,
+              help="cpu = N × procs / largest job's procs (node cores).")
+@click.option("--normalize-against", type=click.Choice(["max-job", "max-procs"]), default="max-job",
+              show_default=True, help="Divide by the largest kept job (thesis) or by the MaxProcs header.")
+@click.option("--uniform-cpu", type=float, default=None, help="Every job asks for this cpu.")
+@click.option("--cpu-headroom", type=float, default=0.0, show_default=True,
+              help="Cap cpu at N − H: Kubernetes will not place a pod using a whole node.")
+@click.option("--min-cpu", type=float, default=0.001, show_default=True, help="Floor (Kubernetes' 1m).")
+@click.option("--max-duration", type=Duration(), default=None, help="Trim delays to this (3600, 1h).")
+@click.option("--memory-from", type=click.Choice(["none", "used", "requested"]), default="none",
+              show_default=True, help="Memory request from SWF used (7) or requested (10) memory × procs.")
+@click.option("--normalize-memory", type=MemoryQuantity(), default=None,
+              help="Scale memory so the largest job asks for this quantity (e.g. 4Gi).")
+@click.option("--scheduler", default="default", show_default=True, help="Profile 'scheduler' name.")
+@click.option("--walltime-factor", type=float, default=None, help="walltime = F × delay (default: none).")
+@click.option("--keep-ids/--renumber", default=True, show_default=True,
+              help="Keep SWF job numbers as ids, or renumber 0..n-1 in submit order.")
+@click.option("--jobs-from-time", type=float, default=None,
+              help="Skip jobs submitted before this SWF time (seconds, trace clock).")
+@click.option("--nb-res", type=int, default=1, show_default=True, help="Workload nb_res.")
+@click.option("--indent", type=click.IntRange(min=0), default=None, help="Pretty-print the JSON.")
+@STRICT
+@_user_errors
+def convert_command(trace: Path, output: Path, normalize_cpu: float | None, normalize_against: str,
+                    uniform_cpu: float | None, cpu_headroom: float, min_cpu: float,
+                    max_duration: float | None,
+                    memory_from: str, normalize_memory: int | None, scheduler: str,
+                    walltime_factor: float | None, keep_ids: bool, jobs_from_time: float | None, nb_res: int,
+                    indent: int | None, strict: bool) -> None:
+    """Convert TRACE into a Batsim 4.2.1 delay workload (nb_res, jobs, profiles) for batkube."""
+    options = ConvertOptions(
+        normalize_cpu=normalize_cpu, uniform_cpu=uniform_cpu, normalize_against=normalize_against,  # type: ignore[arg-type]
+        cpu_headroom=cpu_headroom, min_cpu=min_cpu, max_duration=max_duration,
+        memory_from=memory_from, normalize_memory_kib=normalize_memory,  # type: ignore[arg-type]
+        scheduler=scheduler, walltime_factor=walltime_factor, keep_ids=keep_ids,
+        jobs_from_time=jobs_from_time, nb_res=nb_res)
+    options.validate()
+    workload, report = convert(_load(trace, strict), options)
+    output.write_text(workload.to_json(indent) + "\n", encoding="utf-8")
+    console.print(f"wrote {output}: {report.kept} jobs, {len(workload.profiles)} profiles "
+                  f"({report.total} in trace, {report.nb_skipped} skipped)")
+    for reason, count in report.skipped.most_common():
+        console.print(f"  skipped {count}: {reason}")
+    if report.cpu_reference is not None:
+        console.print(f"  cpu normalised against {report.cpu_reference:g} procs; "
+                      f"{report.capped} capped at {options.cpu_cap:g}")
+    if report.trimmed:
+        console.print(f"  {report.trimmed} delays trimmed to {max_duration:g} s")
+    if report.without_memory:
+        console.print(f"  {report.without_memory} jobs have no memory value: no memory request")
