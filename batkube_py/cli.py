@@ -1,0 +1,126 @@
+"""The `batkube` command line."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from batkube_py import __version__, platforms, workloads
+from batkube_py.endpoint import DEFAULT_ENDPOINT
+from batkube_py.run import RunConfig, RunError, run, serve
+
+_path = click.Path(path_type=Path)
+_file = click.Path(exists=True, dir_okay=False, path_type=Path)
+
+
+@click.group()
+@click.version_option(__version__, prog_name="batkube-py")
+def main() -> None:
+    """Kubernetes scheduling on Batsim-simulated clusters."""
+
+
+def _report(summary: dict) -> None:
+    keys = (
+        "makespan",
+        "mean_waiting_time",
+        "jobs_total",
+        "jobs_succeeded",
+        "jobs_rejected",
+        "over_allocations",
+    )
+    click.echo(
+        " ".join(
+            f"{k}={summary[k]:.6g}" if isinstance(summary[k], float) else f"{k}={summary[k]}" for k in keys
+        )
+    )
+    if summary.get("error"):
+        raise click.ClickException(summary["error"])
+
+
+@main.command("run")
+@click.option("--platform", "-p", type=_file, required=True, help="SimGrid platform XML.")
+@click.option("--workload", "-w", type=_file, required=True, help="Batsim JSON workload.")
+@click.option("--out", "-o", type=_path, required=True, help="Run directory for every output.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the scheduler's tie-breaking.")
+@click.option("--batsim", default=None, help="Batsim executable (default: `batsim` on PATH).")
+@click.option("--batsim-arg", "batsim_args", multiple=True, help="Extra argument for Batsim (repeatable).")
+@click.option("--progress/--no-progress", default=None, help="Progress bar (default: when on a terminal).")
+def run_cmd(platform, workload, out, seed, batsim, batsim_args, progress) -> None:
+    """Simulate PLATFORM running WORKLOAD with Batsim and the embedded kube-scheduler twin."""
+    cfg = RunConfig(
+        platform=platform, workload=workload, out=out, seed=seed, batsim=batsim, batsim_args=batsim_args,
+        progress=sys.stderr.isatty() if progress is None else progress,
+    )  # fmt: skip
+    try:
+        summary = run(cfg)
+    except RunError as exc:
+        raise click.ClickException(str(exc)) from None
+    _report(summary)
+
+
+@main.command("serve")
+@click.option(
+    "--socket", "endpoint", default=DEFAULT_ENDPOINT, show_default=True, help="ZeroMQ endpoint to bind."
+)
+@click.option("--out", "-o", type=_path, default=None, help="Directory for pods.csv, summary.json, ...")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--idle-timeout", type=float, default=None, help="Give up after this many silent seconds.")
+def serve_cmd(endpoint, out, seed, idle_timeout) -> None:
+    """Run the adapter alone, for a Batsim you launch yourself (with --enable-compute-sharing)."""
+    _report(serve(endpoint, out, seed, idle_timeout))
+
+
+def _write(text: str, output: Path | None) -> None:
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(text)
+
+
+@main.command("platform")
+@click.option("--nodes", "-n", type=int, required=True)
+@click.option("--cores", "-c", default="1", show_default=True, help="CPU per node (a Kubernetes quantity).")
+@click.option("--memory", "-m", default=None, help="Memory per node, e.g. 4Gi (default: not modelled).")
+@click.option("--pods", type=int, default=None, help="Max pods per node (default 110).")
+@click.option("--prefix", default="node-", show_default=True)
+@click.option("--label", "labels", multiple=True, help="KEY=VALUE node label (repeatable).")
+@click.option("--taints", default=None, help="key=value:Effect,... taints on every node.")
+@click.option("--output", "-o", type=_path, default=None)
+def platform_cmd(nodes, cores, memory, pods, prefix, labels, taints, output) -> None:
+    """Write a SimGrid platform of NODES identical Kubernetes nodes (plus Batsim's master host)."""
+    bad = [x for x in labels if "=" not in x]
+    if bad:
+        raise click.BadParameter(f"expected KEY=VALUE, got {bad[0]!r}", param_hint="--label")
+    try:
+        xml = platforms.cluster_platform(
+            nodes, cores, memory, prefix=prefix, pods=pods, labels=dict(x.split("=", 1) for x in labels),
+            taints=taints,
+        )  # fmt: skip
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    _write(xml, output)
+
+
+@main.command("workload")
+@click.argument("kind", type=click.Choice(["burst", "spaced"]))
+@click.option("--jobs", "-n", type=int, default=200, show_default=True)
+@click.option("--delay", type=float, default=170, show_default=True, help="Job duration (s).")
+@click.option("--interval", type=float, default=10, show_default=True, help="Seconds between spaced jobs.")
+@click.option("--cpu", default="1", show_default=True, help="CPU request of each pod.")
+@click.option("--memory", default=None, help="Memory request of each pod.")
+@click.option("--output", "-o", type=_path, default=None)
+def workload_cmd(kind, jobs, delay, interval, cpu, memory, output) -> None:
+    """Write the thesis's burst (all at t=0) or spaced (one every --interval s) delay workload."""
+    try:
+        doc = workloads.delay_jobs(jobs, delay, 0 if kind == "burst" else interval, cpu=cpu, memory=memory)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    _write(json.dumps(doc, indent=1) + "\n", output)
+
+
+if __name__ == "__main__":
+    main()

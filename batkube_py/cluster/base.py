@@ -1,0 +1,54 @@
+"""The interface the decision process drives; a backend never sees ZeroMQ, JSON or Batsim ids."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from kubernetes import client
+
+
+@dataclass(frozen=True)
+class Binding:
+    pod: str
+    node: str
+
+
+@dataclass(frozen=True)
+class Unschedulable:
+    """A pod the backend gives up on, with the scheduler's own words for why."""
+
+    pod: str
+    reason: str
+
+
+class Backend(Protocol):
+    def serves(self, scheduler_name: str) -> bool:
+        """Whether some scheduler profile is responsible for pods with this schedulerName."""
+
+    def fits_empty_cluster(self, pod: client.V1Pod) -> str | None:
+        """None if the pod fits some node of the empty cluster, else the reason it never can."""
+
+    def add_pod(self, pod: client.V1Pod, job_id: str, now: float) -> None: ...
+
+    def delete_pod(self, name: str, now: float) -> None:
+        """The pod finished (in any state) or was killed: its node's resources are free again."""
+
+    def set_nodes_schedulable(self, nodes: list[str], schedulable: bool, now: float) -> None: ...
+
+    def schedule(self, now: float) -> list[Binding]:
+        """Everything the scheduler decides at `now`, in decision order."""
+
+    def give_up_pending(self, now: float) -> list[Unschedulable]:
+        """Remove and return the pending pods that no longer have any chance to run."""
+
+    def next_wakeup(self) -> float | None:
+        """When the backend needs to be called again although nothing happens in Batsim."""
+
+    def pending(self) -> int: ...
+
+    def running(self) -> int: ...
+
+    def over_allocations(self) -> int: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,122 @@
+"""The default backend: cluster state and the scheduler twin in-process, on the simulated clock."""
+
+from __future__ import annotations
+
+import numpy as np
+from kubernetes import client
+
+from batkube_py.cluster.base import Binding, Unschedulable
+from batkube_py.scheduler.framework import Decision, Profile
+from batkube_py.scheduler.plugins import BalancedAllocation, NodeResourcesFit, NodeUnschedulable
+from batkube_py.scheduler.plugins.noderesources import fits
+from batkube_py.scheduler.podinfo import PodInfo, pod_info
+from batkube_py.scheduler.queue import SchedulingQueue
+from batkube_py.scheduler.snapshot import NodeTable
+from batkube_py.translate import DEFAULT_SCHEDULER
+
+
+def default_profile(seed: int, scheduler_name: str = DEFAULT_SCHEDULER) -> Profile:
+    fit = NodeResourcesFit()
+    return Profile(
+        scheduler_name=scheduler_name,
+        filters=[NodeUnschedulable(), fit],
+        scorers=[(fit, 1), (BalancedAllocation(), 1)],
+        rng=np.random.default_rng(seed),
+    )
+
+
+class EmbeddedCluster:
+    def __init__(self, nodes: list[client.V1Node], seed: int = 0, profiles: list[Profile] | None = None):
+        self.nodes = NodeTable(nodes)
+        self.profiles = {p.scheduler_name: p for p in (profiles or [default_profile(seed)])}
+        self.queue = SchedulingQueue()
+        self.pods: dict[str, PodInfo] = {}
+        self._seq = 0
+        self._changed: set[int] = set()
+        self._running = 0
+        self.decisions: list[Decision] = []
+        self.record_decisions = False
+
+    def serves(self, scheduler_name: str) -> bool:
+        return scheduler_name in self.profiles
+
+    def fits_empty_cluster(self, pod: client.V1Pod) -> str | None:
+        info = pod_info(pod, "", 0.0, 0)
+        t = self.nodes
+        if (
+            len(t)
+            and fits(info.milli_cpu, info.memory, t.alloc_cpu, t.alloc_mem, t.alloc_pods, t.mem_limited).any()
+        ):
+            return None
+        return (
+            f"requests cpu={info.milli_cpu}m memory={info.memory}B exceed the allocatable resources of every "
+            f"node (largest cpu {int(t.alloc_cpu.max(initial=0))}m)"
+        )
+
+    def add_pod(self, pod: client.V1Pod, job_id: str, now: float) -> None:
+        info = pod_info(pod, job_id, now, self._seq)
+        self._seq += 1
+        self.pods[info.name] = info
+        self.queue.add(info)
+
+    def delete_pod(self, name: str, now: float) -> None:
+        info = self.pods.pop(name)
+        if info.node is not None:
+            self.nodes.release(info.node, info)
+            self._changed.add(info.node)
+            self._running -= 1
+        else:
+            self.queue.remove_parked(name)
+
+    def set_nodes_schedulable(self, nodes: list[str], schedulable: bool, now: float) -> None:
+        for name in nodes:
+            i = self.nodes.index[name]
+            self.nodes.schedulable[i] = schedulable
+            if schedulable:
+                self._changed.add(i)
+
+    def schedule(self, now: float) -> list[Binding]:
+        if self._changed:
+            self.queue.move_on_node_change(self.nodes, np.fromiter(sorted(self._changed), dtype=np.int64))
+            self._changed.clear()
+        bindings = []
+        while (pod := self.queue.pop()) is not None:
+            decision = self.profiles[pod.scheduler_name].schedule_one(pod, self.nodes)
+            if self.record_decisions:
+                self.decisions.append(decision)
+            if decision.node is None:
+                self.queue.park(pod)
+                continue
+            self.nodes.assume(decision.node, pod)
+            pod.node = decision.node
+            self._running += 1
+            bindings.append(Binding(pod.name, self.nodes.names[decision.node]))
+        return bindings
+
+    def give_up_pending(self, now: float) -> list[Unschedulable]:
+        """With nothing running and nothing left to arrive, a parked pod fits nowhere ever again."""
+        if self._running:
+            return []
+        gone = []
+        for pod in self.queue.parked():
+            self.queue.remove_parked(pod.name)
+            del self.pods[pod.name]
+            reasons = self.profiles[pod.scheduler_name].schedule_one(pod, self.nodes).reasons
+            detail = ", ".join(f"{n} {r}" for r, n in sorted(reasons.items()))
+            gone.append(Unschedulable(pod.name, f"0/{len(self.nodes)} nodes are available: {detail}"))
+        return gone
+
+    def next_wakeup(self) -> float | None:
+        return None
+
+    def pending(self) -> int:
+        return len(self.queue)
+
+    def running(self) -> int:
+        return self._running
+
+    def over_allocations(self) -> int:
+        return self.nodes.over_allocated()
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,283 @@
+"""The decision process: applies Batsim's events to a cluster backend and turns decisions into a reply.
+
+It owns the simulated clock and the run's bookkeeping (one PodRecord per job, outputs, the invariant).
+When something goes wrong that the simulation cannot recover from — a platform with no usable host, an
+over-allocated node — it does not crash: it drains, telling Batsim to kill what runs and rejecting what
+is left, so Batsim ends normally, writes its outputs, and the run exits non-zero with the reason.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from kubernetes import client
+from procset import ProcSet
+
+from batkube_py import translate
+from batkube_py.cluster.base import Backend
+from batkube_py.outputs import PodRecord, RunOutputs
+from batkube_py.protocol import models as m
+from batkube_py.protocol.codec import decode_message
+from batkube_py.protocol.reply import Reply
+from batkube_py.quantities import milli_cpu
+from batkube_py.scheduler.snapshot import InvariantViolation
+
+log = logging.getLogger(__name__)
+
+BackendFactory = Callable[[list[client.V1Node]], Backend]
+_FINAL = {"COMPLETED_SUCCESSFULLY": "Succeeded", "COMPLETED_KILLED": "Killed"}
+
+
+class DecisionProcess:
+    def __init__(self, backend_factory: BackendFactory, outputs: RunOutputs | None = None):
+        self._factory = backend_factory
+        self.outputs = outputs
+        self.backend: Backend | None = None
+        self.now = 0.0
+        self.started = False
+        self.ended = False
+        self.fatal: str | None = None
+        self.no_more_jobs = False
+        self.no_more_external_events = False
+        self.records: dict[str, PodRecord] = {}
+        self._job_of_pod: dict[str, str] = {}
+        self._node_of_host: dict[int, str] = {}
+        self._nodes: dict[str, client.V1Node] = {}
+        self._unavailable: set[str] = set()
+        self._profiles: dict[str, dict[str, dict[str, Any]]] = {}
+        self._killing: set[str] = set()
+        self.over_allocations = 0
+        self.jobs_done = 0
+        self.unknown_events = 0
+
+    # ---- entry points ---------------------------------------------------------------------------
+
+    def handle(self, raw: bytes) -> bytes:
+        """One Batsim message in, one reply out. Raises ProtocolError on a message that is not Batsim's."""
+        msg, unknown = decode_message(raw)
+        self.unknown_events += len(unknown)
+        return self.handle_message(msg).encode()
+
+    def handle_message(self, msg: m.Message) -> Reply:
+        self.now = msg.now
+        reply = Reply(msg.now)
+        for event in msg.events:
+            handler = getattr(self, "_on_" + event.type.lower())
+            handler(event.data, event.timestamp, reply)
+        if self.ended or self.backend is None:
+            return reply
+        if self.fatal is None:
+            self._decide(reply)
+        if self.fatal is not None:
+            self._drain(reply)
+        wake = self.backend.next_wakeup()
+        if wake is not None and self.fatal is None:
+            reply.call_me_later(wake)
+        return reply
+
+    # ---- Batsim events --------------------------------------------------------------------------
+
+    def _on_simulation_begins(self, data: m.SimulationBegins, ts: float, reply: Reply) -> None:
+        self.started = True
+        self._profiles = data.profiles
+        if not data.allow_compute_sharing:
+            self._fail(
+                "Batsim runs without --enable-compute-sharing, but pods share nodes; restart it with it"
+            )
+        nodes = []
+        try:
+            nodes = [translate.node_from_resource(r) for r in data.compute_resources]
+        except translate.TranslationError as exc:
+            self._fail(f"the platform cannot become a cluster: {exc}")
+        if not data.compute_resources:
+            self._fail("the platform has no compute hosts (only a master): there is nowhere to run pods")
+        names = [n.metadata.name for n in nodes]
+        if len(set(names)) != len(names):
+            self._fail("two hosts of the platform map to the same node name")
+        self._nodes = {n.metadata.name: n for n in nodes}
+        self._node_of_host = {translate.resource_id(n): n.metadata.name for n in nodes}
+        if self.outputs is not None:
+            self.outputs.nodes(nodes)
+        self.backend = self._factory(nodes)
+        log.info("cluster of %d nodes from %d compute resources", len(nodes), len(data.compute_resources))
+
+    def _on_job_submitted(self, data: m.JobSubmitted, ts: float, reply: Reply) -> None:
+        job_id = data.job_id
+        if job_id in self.records:
+            log.error("job %s submitted twice; the second submission is ignored", job_id)
+            self._reject_record(
+                translate.Rejection(job_id, "job_id", repr(job_id), "a job id not seen before")
+            )
+            return
+        job = data.job
+        subtime = job.get("subtime") if job else None
+        submit = float(subtime) if isinstance(subtime, int | float) and not isinstance(subtime, bool) else ts
+        name = translate.pod_name(job_id, self._job_of_pod.keys())
+        record = PodRecord(job_id=job_id, pod=name, submit_time=submit)
+        self.records[job_id] = record
+        self._job_of_pod[name] = job_id
+        if self.backend is None:
+            return self._reject(
+                record, reply, translate.Rejection(job_id, "-", "-", "SIMULATION_BEGINS first")
+            )
+        workload = job_id.split("!", 1)[0]
+        profile = translate.job_profile(job, data.profile, self._profiles.get(workload, {}))
+        pod = translate.pod_from_job(job_id, job, profile, name)
+        if isinstance(pod, translate.Rejection):
+            return self._reject(record, reply, pod)
+        record.scheduler = pod.spec.scheduler_name
+        record.priority = pod.spec.priority or 0
+        requests = pod.spec.containers[0].resources.requests or {}
+        record.cpu_request = milli_cpu(requests["cpu"]) / 1000 if "cpu" in requests else 0.0
+        record.memory_request = requests.get("memory", "")
+        if self.fatal is not None:
+            return self._reject(
+                record, reply, translate.Rejection(job_id, "-", "-", f"a working run ({self.fatal})")
+            )
+        if not self.backend.serves(record.scheduler):
+            why = translate.Rejection(
+                job_id, "scheduler", repr(record.scheduler), "a schedulerName a profile serves"
+            )
+            return self._reject(record, reply, why)
+        too_big = self.backend.fits_empty_cluster(pod)
+        if too_big is not None:
+            return self._reject(record, reply, translate.Rejection(job_id, "requests", "-", too_big))
+        self.backend.add_pod(pod, job_id, ts)
+
+    def _on_job_completed(self, data: m.JobCompleted, ts: float, reply: Reply) -> None:
+        self._finish(data.job_id, _FINAL.get(data.job_state, "Failed"), ts, data.job_state)
+
+    def _on_job_killed(self, data: m.JobKilled, ts: float, reply: Reply) -> None:
+        for job_id in data.job_ids:
+            self._finish(job_id, "Killed", ts, "COMPLETED_KILLED")
+
+    def _on_notify(self, data: m.Notify, ts: float, reply: Reply) -> None:
+        if data.type == "no_more_static_job_to_submit":
+            self.no_more_jobs = True
+        elif data.type == "no_more_external_event_to_occur":
+            self.no_more_external_events = True
+        elif data.type in ("event_machine_unavailable", "event_machine_available") and self.backend:
+            ids = ProcSet.from_str(data.resources or "")
+            names = [self._node_of_host[i] for i in ids if i in self._node_of_host]
+            available = data.type == "event_machine_available"
+            (self._unavailable.difference_update if available else self._unavailable.update)(names)
+            self.backend.set_nodes_schedulable(names, available, ts)
+        else:
+            log.info("ignoring NOTIFY %r", data.type)
+
+    def _on_simulation_ends(self, data: m.SimulationEnds, ts: float, reply: Reply) -> None:
+        self.ended = True
+        self._flush_unfinished()
+
+    def _on_requested_call(self, data: m.RequestedCall, ts: float, reply: Reply) -> None:
+        pass
+
+    def _on_resource_state_changed(self, data: Any, ts: float, reply: Reply) -> None:
+        log.debug("resource state changed: %s", data)
+
+    _on_query = _on_answer = _on_from_job_msg = _on_resource_state_changed
+
+    # ---- decisions ------------------------------------------------------------------------------
+
+    def _decide(self, reply: Reply) -> None:
+        assert self.backend is not None
+        try:
+            bindings = self.backend.schedule(self.now)
+        except InvariantViolation as exc:
+            self.over_allocations += 1
+            self._fail(f"invariant violated, the scheduler over-allocated a node: {exc}")
+            return
+        for b in bindings:
+            record = self.records[self._job_of_pod[b.pod]]
+            record.node = b.node
+            record.resource_id = translate.resource_id(self._nodes[b.node])
+            record.bind_time = self.now
+            record.state = "Running"
+            reply.execute(record.job_id, translate.alloc_for(self._nodes[b.node]), 1)
+        if self.no_more_jobs and (not self._unavailable or self.no_more_external_events):
+            for gone in self.backend.give_up_pending(self.now):
+                job_id = self._job_of_pod[gone.pod]
+                why = translate.Rejection(
+                    job_id, "requests", "-", f"a pod that fits the cluster ({gone.reason})"
+                )
+                self._reject(self.records[job_id], reply, why)
+
+    def _drain(self, reply: Reply) -> None:
+        """After a fatal error: kill what runs, reject what waits, so Batsim can end and write outputs."""
+        kill = sorted(
+            r.job_id for r in self.records.values() if r.state == "Running" and r.job_id not in self._killing
+        )
+        if kill:
+            self._killing.update(kill)
+            reply.add(m.KillJob(job_ids=kill))
+        for record in list(self.records.values()):
+            if record.state == "Pending":
+                self._reject(
+                    record,
+                    reply,
+                    translate.Rejection(record.job_id, "-", "-", f"a working run ({self.fatal})"),
+                )
+
+    def _reject(self, record: PodRecord, reply: Reply, why: translate.Rejection) -> None:
+        log.warning("rejecting %s", why.reason)
+        record.state, record.reason = "Rejected", why.reason
+        reply.add(m.RejectJob(job_id=record.job_id))
+        self._reject_record(why)
+        self._final(record)
+
+    def _reject_record(self, why: translate.Rejection) -> None:
+        if self.outputs is not None:
+            self.outputs.rejected(why)
+
+    def _finish(self, job_id: str, state: str, ts: float, batsim_state: str) -> None:
+        record = self.records.get(job_id)
+        if record is None or record.state not in ("Running", "Pending"):
+            log.debug("ignoring completion of %s (%s)", job_id, "unknown" if record is None else record.state)
+            return
+        if self.backend is not None and record.pod in self._job_of_pod:
+            self.backend.delete_pod(record.pod, ts)
+        record.finish_time, record.state = ts, state
+        if state != "Succeeded":
+            record.reason = batsim_state
+        self._final(record)
+
+    def _final(self, record: PodRecord) -> None:
+        self.jobs_done += 1
+        if self.outputs is not None:
+            self.outputs.pod(record)
+
+    def _flush_unfinished(self) -> None:
+        if self.outputs is not None:
+            for record in self.records.values():
+                if record.state in ("Pending", "Running"):
+                    self.outputs.pod(record)
+
+    def _fail(self, reason: str) -> None:
+        if self.fatal is None:
+            log.error("%s", reason)
+            self.fatal = reason
+
+    # ---- results --------------------------------------------------------------------------------
+
+    def summary(self) -> dict[str, Any]:
+        recs = list(self.records.values())
+        bound = [r for r in recs if r.bind_time != ""]
+        finished = [float(r.finish_time) for r in recs if r.finish_time != ""]
+        waits = [float(r.bind_time) - float(r.submit_time) for r in bound]
+        count = {s: sum(r.state == s for r in recs) for s in ("Succeeded", "Failed", "Killed", "Rejected")}
+        return {
+            "makespan": max(finished, default=0.0),
+            "mean_waiting_time": sum(waits) / len(waits) if waits else 0.0,
+            "max_waiting_time": max(waits, default=0.0),
+            "jobs_total": len(recs),
+            "jobs_succeeded": count["Succeeded"],
+            "jobs_failed": count["Failed"],
+            "jobs_killed": count["Killed"],
+            "jobs_rejected": count["Rejected"],
+            "jobs_unfinished": len(recs) - sum(count.values()),
+            "over_allocations": self.over_allocations,
+            "unknown_events": self.unknown_events,
+            "error": self.fatal,
+        }

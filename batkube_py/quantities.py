@@ -1,0 +1,56 @@
+"""Kubernetes quantities as the integers kube-scheduler computes with (milli-cpu, bytes)."""
+
+from __future__ import annotations
+
+import math
+from decimal import Decimal, InvalidOperation
+
+from kubernetes.utils.quantity import parse_quantity
+
+# A bound far above any real machine, so absurd values are refused before they reach int64 arithmetic.
+MAX_MILLI_CPU = 10**12
+MAX_BYTES = 2**62
+
+
+class QuantityError(ValueError):
+    pass
+
+
+def _parse(value: object) -> Decimal:
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise QuantityError(f"expected a Kubernetes quantity (string or number), got {value!r}")
+    try:
+        q = parse_quantity(value if isinstance(value, str) else repr(value))
+    except (ValueError, InvalidOperation, TypeError) as exc:
+        raise QuantityError(f"{value!r} is not a Kubernetes quantity ({exc})") from None
+    if not q.is_finite():
+        raise QuantityError(f"{value!r} is not finite")
+    if q < 0:
+        raise QuantityError(f"{value!r} is negative")
+    return q
+
+
+def milli_cpu(value: object) -> int:
+    """CPU in milli-cores, rounded up like resource.Quantity.MilliValue()."""
+    m = math.ceil(_parse(value) * 1000)
+    if m > MAX_MILLI_CPU:
+        raise QuantityError(f"cpu {value!r} is absurdly large (> {MAX_MILLI_CPU // 1000} cores)")
+    return int(m)
+
+
+def byte_count(value: object) -> int:
+    b = math.ceil(_parse(value))
+    if b > MAX_BYTES:
+        raise QuantityError(f"memory {value!r} is absurdly large (> 2^62 bytes)")
+    return int(b)
+
+
+def count(value: object) -> int:
+    q = _parse(value)
+    if q != q.to_integral_value():
+        raise QuantityError(f"{value!r} is not a whole number")
+    return int(q)
+
+
+def format_milli_cpu(milli: int) -> str:
+    return str(milli // 1000) if milli % 1000 == 0 else f"{milli}m"

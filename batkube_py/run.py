@@ -1,0 +1,211 @@
+"""`batkube run`: Batsim and the adapter side by side, a progress bar, and every output kept.
+
+Whatever fails — Batsim missing or dying, a broken message, Ctrl-C — the other side is stopped
+cleanly, what was computed stays on disk, and the exit status says why.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from batkube_py import __version__
+from batkube_py.cluster.embedded import EmbeddedCluster
+from batkube_py.decision import BackendFactory, DecisionProcess
+from batkube_py.endpoint import Endpoint, PeerGone
+from batkube_py.outputs import RunOutputs
+from batkube_py.protocol.codec import ProtocolError
+from batkube_py.protocol.reply import ReplyRuleError
+
+log = logging.getLogger(__name__)
+
+BATSIM_HELP = (
+    "Batsim 4.2.1 was not found on PATH. Get it from nix (kapack): "
+    "`nix develop` in this repository, or `nix-shell -A batsim https://github.com/oar-team/nur-kapack/"
+    "archive/master.tar.gz`, then run again (or pass --batsim /path/to/batsim)."
+)
+
+
+class RunError(RuntimeError):
+    pass
+
+
+@dataclass
+class RunConfig:
+    platform: Path
+    workload: Path
+    out: Path
+    seed: int = 0
+    batsim: str | None = None
+    batsim_args: Sequence[str] = field(default_factory=tuple)
+    progress: bool = True
+
+
+def embedded_factory(seed: int) -> BackendFactory:
+    return lambda nodes: EmbeddedCluster(nodes, seed=seed)
+
+
+def find_batsim(batsim: str | None) -> str:
+    path = shutil.which(batsim or "batsim")
+    if path is None:
+        raise RunError(BATSIM_HELP if batsim is None else f"--batsim {batsim!r} is not an executable")
+    return path
+
+
+def count_jobs(workload: Path) -> int:
+    try:
+        doc = json.loads(workload.read_text())
+    except OSError as exc:
+        raise RunError(f"cannot read workload {workload}: {exc.strerror}") from None
+    except json.JSONDecodeError as exc:
+        raise RunError(
+            f"workload {workload} is not JSON: line {exc.lineno} column {exc.colno}: {exc.msg}"
+        ) from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("jobs"), list):
+        raise RunError(f"workload {workload}: expected an object with a 'jobs' array (Batsim workload)")
+    return len(doc["jobs"])
+
+
+def setup_logging(out: Path) -> logging.Handler:
+    handler = logging.FileHandler(out / "batkube.log", mode="w")
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger("batkube_py")
+    root.setLevel(logging.INFO)
+    root.addHandler(handler)
+    return handler
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _progress(enabled: bool, total: int) -> tuple[Progress, Callable[[DecisionProcess], None]]:
+    bar = Progress(
+        TextColumn("[bold]simulated t={task.fields[now]:>10.1f}s"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("jobs"),
+        TimeElapsedColumn(),
+        disable=not enabled,
+        transient=False,
+    )
+    task = bar.add_task("run", total=total or None, now=0.0)
+    last = [0.0]
+
+    def update(process: DecisionProcess) -> None:
+        t = time.monotonic()
+        if t - last[0] > 0.1 or process.ended:
+            last[0] = t
+            bar.update(task, completed=process.jobs_done, now=process.now)
+
+    return bar, update
+
+
+def run(cfg: RunConfig, backend_factory: BackendFactory | None = None) -> dict[str, Any]:
+    """Run one simulation; returns the summary (also written to summary.json). Raises RunError."""
+    for what, path in (("platform", cfg.platform), ("workload", cfg.workload)):
+        if not path.is_file():
+            raise RunError(f"{what} file {path} does not exist")
+    total = count_jobs(cfg.workload)
+    batsim = find_batsim(cfg.batsim)
+    cfg.out.mkdir(parents=True, exist_ok=True)
+    handler = setup_logging(cfg.out)
+    outputs = RunOutputs(cfg.out)
+    process = DecisionProcess(backend_factory or embedded_factory(cfg.seed), outputs)
+    endpoint = Endpoint("tcp://127.0.0.1:*")
+    cmd = [
+        batsim, "-p", str(cfg.platform.resolve()), "-w", str(cfg.workload.resolve()),
+        "-e", str((cfg.out / "out").resolve()), "-s", endpoint.address, "--enable-compute-sharing",
+        *cfg.batsim_args,
+    ]  # fmt: skip
+    (cfg.out / "batsim_cmdline.txt").write_text(" ".join(cmd) + "\n")
+    start = time.perf_counter()
+    error: str | None = None
+    with open(cfg.out / "batsim.stdout", "wb") as so, open(cfg.out / "batsim.stderr", "wb") as se:
+        proc = subprocess.Popen(cmd, stdout=so, stderr=se, stdin=subprocess.DEVNULL, cwd=cfg.out)
+        bar, update = _progress(cfg.progress, total)
+        try:
+            with bar:
+                endpoint.serve(process, peer_alive=lambda: proc.poll() is None, on_reply=update)
+            rc = proc.wait(timeout=120)
+            if rc != 0:
+                error = (
+                    f"Batsim exited with code {rc} after the simulation ended (see {cfg.out}/batsim.stderr)"
+                )
+        except PeerGone as exc:
+            rc = proc.poll()
+            error = f"{exc} (exit code {rc}; see {cfg.out}/batsim.stderr)"
+        except (ProtocolError, ReplyRuleError) as exc:
+            error = f"adapter stopped: {exc}"
+        except KeyboardInterrupt:
+            error = "interrupted"
+        except subprocess.TimeoutExpired:
+            error = "Batsim did not exit within 120 s after SIMULATION_ENDS"
+        finally:
+            _stop(proc)
+            endpoint.close()
+            outputs.close()
+    if error is None and process.fatal is not None:
+        error = process.fatal
+    summary = process.summary()
+    summary.update(
+        error=error,
+        wall_seconds=round(time.perf_counter() - start, 3),
+        seed=cfg.seed,
+        batsim_exit_code=proc.returncode,
+        messages=endpoint.messages,
+        batkube_version=__version__,
+        platform=str(cfg.platform),
+        workload=str(cfg.workload),
+    )
+    outputs.summary(summary)
+    if error:
+        log.error("%s", error)
+    logging.getLogger("batkube_py").removeHandler(handler)
+    handler.close()
+    return summary
+
+
+def serve(
+    endpoint_address: str, out: Path | None, seed: int, idle_timeout: float | None,
+    backend_factory: BackendFactory | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """The adapter alone, for users who launch Batsim themselves."""
+    outputs = RunOutputs(out) if out is not None else None
+    process = DecisionProcess(backend_factory or embedded_factory(seed), outputs)
+    endpoint = Endpoint(endpoint_address)
+    print(f"batkube-py listening on {endpoint.address}", file=sys.stderr, flush=True)
+    start = time.perf_counter()
+    error = None
+    try:
+        endpoint.serve(process, idle_timeout=idle_timeout)
+    except (PeerGone, ProtocolError, ReplyRuleError) as exc:
+        error = str(exc)
+    finally:
+        endpoint.close()
+        if outputs is not None:
+            outputs.close()
+    summary = process.summary()
+    summary.update(
+        error=error or process.fatal, wall_seconds=round(time.perf_counter() - start, 3), seed=seed
+    )
+    if outputs is not None:
+        outputs.summary(summary)
+    return summary

@@ -1,0 +1,1 @@
+"""The embedded kube-scheduler twin: queue, node table (snapshot), framework, plugins."""

@@ -1,0 +1,55 @@
+"""What the scheduler knows of a pod, pre-computed once so that every cycle is integer arithmetic."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kubernetes import client
+
+from batkube_py import quantities
+
+# pkg/scheduler/util/pod_resources.go: scoring counts a container without a request as this much.
+DEFAULT_MILLI_CPU_REQUEST = 100
+DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
+
+
+@dataclass(eq=False)
+class PodInfo:
+    name: str
+    job_id: str
+    pod: client.V1Pod
+    milli_cpu: int
+    memory: int
+    priority: int
+    scheduler_name: str
+    timestamp: float
+    seq: int
+    node: int | None = field(default=None)
+
+    @property
+    def nonzero_cpu(self) -> int:
+        return self.milli_cpu or DEFAULT_MILLI_CPU_REQUEST
+
+    @property
+    def nonzero_memory(self) -> int:
+        return self.memory or DEFAULT_MEMORY_REQUEST
+
+    @property
+    def sort_key(self) -> tuple[int, float, int]:
+        """PrioritySort: higher priority first, then earlier queue timestamp, then arrival order."""
+        return (-self.priority, self.timestamp, self.seq)
+
+
+def pod_info(pod: client.V1Pod, job_id: str, timestamp: float, seq: int) -> PodInfo:
+    requests = (pod.spec.containers[0].resources.requests or {}) if pod.spec.containers else {}
+    return PodInfo(
+        name=pod.metadata.name,
+        job_id=job_id,
+        pod=pod,
+        milli_cpu=quantities.milli_cpu(requests["cpu"]) if "cpu" in requests else 0,
+        memory=quantities.byte_count(requests["memory"]) if "memory" in requests else 0,
+        priority=pod.spec.priority or 0,
+        scheduler_name=pod.spec.scheduler_name,
+        timestamp=timestamp,
+        seq=seq,
+    )

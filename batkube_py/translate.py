@@ -1,0 +1,270 @@
+"""Pure translation between Batsim's world and Kubernetes objects.
+
+SimGrid hosts become V1Node, Batsim jobs become V1Pod, bindings become EXECUTE_JOB allocations.
+A job Kubernetes cannot represent becomes a Rejection that names the job, the field, the value and
+what was expected, so the user can fix the workload rather than guess.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from kubernetes import client
+from procset import ProcSet
+
+from batkube_py import quantities
+from batkube_py.protocol.models import Resource
+
+DEFAULT_SCHEDULER = "default-scheduler"
+DEFAULT_MAX_PODS = 110
+DEFAULT_CORES = 1
+NAMESPACE = "default"
+JOB_ID_ANNOTATION = "batkube.io/job-id"
+RESOURCE_ID_ANNOTATION = "batkube.io/resource-id"
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+# Host properties consumed by the translation itself; every other one becomes a label.
+_NODE_KEYS = {"core", "cpu", "memory", "pods", "taints"}
+_TAINT_EFFECTS = {"NoSchedule", "PreferNoSchedule", "NoExecute"}
+
+_LABEL_NAME = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+class TranslationError(ValueError):
+    """A host that cannot be a node: the platform, not a single job, is wrong."""
+
+
+@dataclass(frozen=True)
+class Rejection:
+    job_id: str
+    field: str
+    value: str
+    expected: str
+
+    @property
+    def reason(self) -> str:
+        return f"job {self.job_id}: field {self.field!r} = {self.value} — expected {self.expected}"
+
+
+# ---- names and labels --------------------------------------------------------------------------------
+
+
+def _sanitise(text: str, allowed: str, max_len: int) -> str:
+    out = re.sub(f"[^{allowed}]+", "-", text)
+    out = out[:max_len]
+    return re.sub(r"^[^A-Za-z0-9]+|[^A-Za-z0-9]+$", "", out)
+
+
+def _short_hash(text: str) -> str:
+    return hashlib.sha1(text.encode()).hexdigest()[:8]
+
+
+def label_value(value: str) -> str:
+    if _LABEL_NAME.match(value) and len(value) <= 63:
+        return value
+    return _sanitise(value, "-A-Za-z0-9_.", 63)
+
+
+def label_key(key: str) -> str:
+    prefix, _, name = key.rpartition("/")
+    name = name if _LABEL_NAME.match(name) and 0 < len(name) <= 63 else _sanitise(name, "-A-Za-z0-9_.", 63)
+    if not name:
+        name = "prop-" + _short_hash(key)
+    if prefix:
+        prefix = _sanitise(prefix.lower(), "-a-z0-9.", 253)
+    return f"{prefix}/{name}" if prefix else name
+
+
+def node_name(host: str) -> str:
+    """A DNS-1123 subdomain for a SimGrid host name (which may hold '_' or capitals)."""
+    name = _sanitise(host.lower(), "-a-z0-9.", 253)
+    if name != host:
+        name = _sanitise(f"{name}-{_short_hash(host)}", "-a-z0-9.", 253)
+    return name or f"host-{_short_hash(host)}"
+
+
+def pod_name(job_id: str, taken: set[str] | frozenset[str] = frozenset()) -> str:
+    """A DNS-1123 label for a Batsim job id; ids may hold '!', '-', capitals or anything.
+
+    The mapping back to the job id is kept explicitly by the caller (and in an annotation), so this
+    only has to be unique, stable and readable: 'w0!1' → 'w0-1'.
+    """
+    base = _sanitise(job_id.lower(), "a-z0-9", 52).strip("-") or "job"
+    name, n = base, 1
+    while name in taken:
+        name = f"{base}-{_short_hash(job_id)}" + (f"-{n}" if n > 1 else "")
+        n += 1
+    return name
+
+
+# ---- hosts → nodes -------------------------------------------------------------------------------------
+
+
+def parse_taints(spec: str, host: str) -> list[client.V1Taint]:
+    """`key=value:Effect,key:Effect` — the kubectl taint syntax."""
+    taints = []
+    for item in filter(None, (s.strip() for s in spec.split(","))):
+        kv, sep, effect = item.rpartition(":")
+        if not sep or effect not in _TAINT_EFFECTS or not kv:
+            raise TranslationError(
+                f"host {host!r}: taint {item!r} is not key[=value]:Effect with Effect in "
+                f"{sorted(_TAINT_EFFECTS)}"
+            )
+        key, _, value = kv.partition("=")
+        taints.append(client.V1Taint(key=key, value=value or None, effect=effect))
+    return taints
+
+
+def node_from_resource(res: Resource) -> client.V1Node:
+    props = res.properties
+    where = f"host {res.name!r} (resource {res.id})"
+    cpu_prop = props.get("core", props.get("cpu"))
+    try:
+        cpu = quantities.milli_cpu(cpu_prop) if cpu_prop is not None else DEFAULT_CORES * 1000
+        pods = quantities.count(props["pods"]) if "pods" in props else DEFAULT_MAX_PODS
+        memory = quantities.byte_count(props["memory"]) if props.get("memory") else None
+    except quantities.QuantityError as exc:
+        raise TranslationError(f"{where}: {exc}") from None
+    capacity = {"cpu": quantities.format_milli_cpu(cpu), "pods": str(pods)}
+    if memory is not None:
+        capacity["memory"] = str(memory)
+    name = node_name(res.name)
+    labels = {label_key(k): label_value(v) for k, v in res.zone_properties.items()}
+    labels.update({label_key(k): label_value(v) for k, v in props.items() if k not in _NODE_KEYS})
+    labels[HOSTNAME_LABEL] = label_value(name)
+    return client.V1Node(
+        api_version="v1",
+        kind="Node",
+        metadata=client.V1ObjectMeta(
+            name=name,
+            labels=labels,
+            annotations={RESOURCE_ID_ANNOTATION: str(res.id), "batkube.io/host": res.name},
+        ),
+        spec=client.V1NodeSpec(taints=parse_taints(props.get("taints", ""), res.name) or None),
+        status=client.V1NodeStatus(
+            capacity=dict(capacity),
+            allocatable=dict(capacity),
+            conditions=[client.V1NodeCondition(type="Ready", status="True")],
+        ),
+    )
+
+
+def resource_id(node: client.V1Node) -> int:
+    return int(node.metadata.annotations[RESOURCE_ID_ANNOTATION])
+
+
+def alloc_for(node: client.V1Node) -> ProcSet:
+    """The EXECUTE_JOB allocation for a pod bound to `node`."""
+    return ProcSet(resource_id(node))
+
+
+# ---- jobs → pods -----------------------------------------------------------------------------------------
+
+_api = client.ApiClient()
+
+
+def _k8s_object(value: Any, kind: str) -> Any:
+    return _api._ApiClient__deserialize(value, kind)  # the client's own JSON → model mapping
+
+
+def _field(job: dict, profile: dict, key: str) -> tuple[str, Any]:
+    if key in job:
+        return key, job[key]
+    if key in profile:
+        return f"profile.{key}", profile[key]
+    return key, None
+
+
+def pod_from_job(
+    job_id: str, job: dict[str, Any] | None, profile: dict[str, Any] | None, name: str
+) -> client.V1Pod | Rejection:
+    """The pod for a submitted job, or why Kubernetes cannot represent it."""
+
+    def reject(field: str, value: Any, expected: str) -> Rejection:
+        return Rejection(job_id, field, repr(value), expected)
+
+    if job is None:
+        return reject("job", None, "the job's JSON in JOB_SUBMITTED (redis mode is not supported)")
+    res = job.get("res")
+    if res != 1 or isinstance(res, bool):
+        return reject("res", res, "1 (a pod runs on exactly one node)")
+    if profile is None:
+        return reject("profile", job.get("profile"), "a profile known to Batsim")
+    if profile.get("type") != "delay":
+        return reject("profile.type", profile.get("type"), "'delay' (the only profile a pod can model)")
+
+    requests: dict[str, str] = {}
+    for key, convert in (("cpu", quantities.milli_cpu), ("memory", quantities.byte_count)):
+        where, value = _field(job, profile, key)
+        if value is None:
+            continue
+        try:
+            convert(value)
+        except quantities.QuantityError as exc:
+            return reject(where, value, f"a non-negative Kubernetes quantity ({exc})")
+        requests[key] = value if isinstance(value, str) else repr(value)
+
+    where, sched = _field(job, profile, "scheduler")
+    if sched is not None and not (isinstance(sched, str) and sched):
+        return reject(where, sched, "a scheduler name (string)")
+    scheduler = DEFAULT_SCHEDULER if sched in (None, "default") else sched
+
+    where, priority = _field(job, profile, "priority")
+    if priority is not None and (isinstance(priority, bool) or not isinstance(priority, int)):
+        return reject(where, priority, "an integer priority")
+
+    where, labels = _field(job, profile, "labels")
+    if labels is not None and not (
+        isinstance(labels, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items())
+    ):
+        return reject(where, labels, "an object of string labels")
+    where, selector = _field(job, profile, "nodeSelector")
+    if selector is not None and not (
+        isinstance(selector, dict) and all(isinstance(v, str) for v in selector.values())
+    ):
+        return reject(where, selector, "an object of string node labels")
+    where, tolerations = _field(job, profile, "tolerations")
+    if tolerations is not None and not (
+        isinstance(tolerations, list) and all(isinstance(t, dict) for t in tolerations)
+    ):
+        return reject(where, tolerations, "a list of Kubernetes tolerations")
+    where, affinity = _field(job, profile, "affinity")
+    if affinity is not None and not isinstance(affinity, dict):
+        return reject(where, affinity, "a Kubernetes affinity object")
+
+    container = client.V1Container(
+        name="job",
+        image="batkube/delay",
+        resources=client.V1ResourceRequirements(requests=requests or None),
+    )
+    return client.V1Pod(
+        api_version="v1",
+        kind="Pod",
+        metadata=client.V1ObjectMeta(
+            name=name,
+            namespace=NAMESPACE,
+            labels=dict(labels) if labels else None,
+            annotations={JOB_ID_ANNOTATION: job_id},
+        ),
+        spec=client.V1PodSpec(
+            containers=[container],
+            scheduler_name=scheduler,
+            priority=priority,
+            node_selector=dict(selector) if selector else None,
+            tolerations=[_k8s_object(t, "V1Toleration") for t in tolerations] if tolerations else None,
+            affinity=_k8s_object(affinity, "V1Affinity") if affinity else None,
+            restart_policy="Never",
+        ),
+    )
+
+
+def job_profile(job: dict[str, Any] | None, forwarded: dict | None, profiles: dict[str, dict]) -> dict | None:
+    """The job's profile: forwarded on submission, else from SIMULATION_BEGINS' table."""
+    if forwarded is not None:
+        return forwarded
+    if job is None or not isinstance(job.get("profile"), str):
+        return None
+    return profiles.get(job["profile"])
