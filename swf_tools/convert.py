@@ -215,7 +215,8 @@ def convert(trace: SwfTrace, options: ConvertOptions) -> tuple[BatsimWorkload, C
     ids = _job_ids(kept, lines, trace, options)
     walltime = None
     if options.walltime_factor is not None:
-        walltime = _round_half_up(delay * options.walltime_factor, 3)
+        # rounded up: a walltime even a millisecond below the delay gets the job killed by Batsim
+        walltime = np.ceil(delay * options.walltime_factor * 1000 - 1e-6) / 1000
 
     profiles: dict[str, DelayProfile] = {}
     out_jobs: list[Job] = []
@@ -226,7 +227,7 @@ def convert(trace: SwfTrace, options: ConvertOptions) -> tuple[BatsimWorkload, C
         if name not in profiles:
             profiles[name] = DelayProfile(delay=d, cpu=c, memory=m, scheduler=options.scheduler)
         out_jobs.append(Job(id=ids[i], subtime=float(subtime[i]), profile=name,
-                            walltime=None if walltime is None else float(max(walltime[i], 0.001))))
+                            walltime=None if walltime is None else float(max(walltime[i], d, 0.001))))
     workload = BatsimWorkload(nb_res=options.nb_res, jobs=out_jobs, profiles=profiles)
     return workload, report
 
