@@ -19,18 +19,38 @@ from batkube_py.analysis.figures import render_all
 from batkube_py.analysis.loading import AnalysisError, load_run
 from batkube_py.analysis.report import attach_platform, check_against_schedule, compute_metrics, write_metrics
 
-SUMMARY_KEYS = ("jobs_total", "jobs_succeeded", "jobs_failed", "jobs_killed", "jobs_rejected", "makespan",
-                "mean_waiting_time", "p95_waiting_time", "max_waiting_time", "mean_turnaround_time",
-                "mean_bounded_slowdown", "throughput_jobs_per_hour", "host_utilisation", "cpu_utilisation",
-                "cpu_over_allocations")
+SUMMARY_KEYS = (
+    "jobs_total",
+    "jobs_succeeded",
+    "jobs_failed",
+    "jobs_killed",
+    "jobs_rejected",
+    "makespan",
+    "mean_waiting_time",
+    "p95_waiting_time",
+    "max_waiting_time",
+    "mean_turnaround_time",
+    "mean_bounded_slowdown",
+    "throughput_jobs_per_hour",
+    "host_utilisation",
+    "cpu_utilisation",
+    "cpu_over_allocations",
+)
 
 
 @contextlib.contextmanager
 def _progress(total: int, quiet: bool) -> Iterator[Callable[[str], None]]:
     """A ``step(name)`` callback driving a rich progress bar on stderr (silent when not a terminal)."""
     console = Console(stderr=True)
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
-                  console=console, transient=True, disable=quiet or not console.is_terminal) as progress:
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+        disable=quiet or not console.is_terminal,
+    ) as progress:
         task = progress.add_task("analysing", total=total)
 
         def step(name: str) -> None:
@@ -57,18 +77,44 @@ def _fmt(value: object) -> str:
 
 @click.command("analyze")
 @click.argument("run_dir", type=click.Path(exists=True, path_type=Path))
-@click.option("-o", "--out", "out", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Where to write metrics and figures [default: RUN_DIR/analysis].")
-@click.option("--platform", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="Platform XML giving node cpu (<prop id=core|cpu>) when RUN_DIR has no nodes.csv.")
-@click.option("--workload", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="Workload JSON giving each job's cpu (profile 'cpu') when RUN_DIR has no pods.csv.")
-@click.option("--bsld-tau", type=click.FloatRange(min=0.0, min_open=True), default=10.0, show_default=True,
-              help="Threshold (s) of the bounded slowdown max(1, turnaround / max(execution, tau)).")
+@click.option(
+    "-o",
+    "--out",
+    "out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where to write metrics and figures [default: RUN_DIR/analysis].",
+)
+@click.option(
+    "--platform",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Platform XML giving node cpu (<prop id=core|cpu>) when RUN_DIR has no nodes.csv.",
+)
+@click.option(
+    "--workload",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Workload JSON giving each job's cpu (profile 'cpu') when RUN_DIR has no pods.csv.",
+)
+@click.option(
+    "--bsld-tau",
+    type=click.FloatRange(min=0.0, min_open=True),
+    default=10.0,
+    show_default=True,
+    help="Threshold (s) of the bounded slowdown max(1, turnaround / max(execution, tau)).",
+)
 @click.option("--no-figures", is_flag=True, help="Only write metrics.json / metrics.csv.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary on stdout.")
-def analyze(run_dir: Path, out: Path | None, platform: Path | None, workload: Path | None, bsld_tau: float,
-            no_figures: bool, quiet: bool) -> None:
+def analyze(
+    run_dir: Path,
+    out: Path | None,
+    platform: Path | None,
+    workload: Path | None,
+    bsld_tau: float,
+    no_figures: bool,
+    quiet: bool,
+) -> None:
     """Metrics and figures of one run.
 
     RUN_DIR is a run directory (Batsim's out_jobs.csv, plus pods.csv, nodes.csv and decisions.jsonl when
@@ -117,23 +163,59 @@ def analyze(run_dir: Path, out: Path | None, platform: Path | None, workload: Pa
 
 @click.command("compare")
 @click.argument("inputs", nargs=-1)
-@click.option("-l", "--labels", multiple=True,
-              help="Labels of the positional INPUTS, in order (comma-separated or repeated).")
-@click.option("-g", "--group", "groups", nargs=2, multiple=True, metavar="LABEL PATH_OR_GLOB",
-              help="Add runs to the group LABEL; repeat (same LABEL merges) for several patterns.")
-@click.option("-f", "--format", "fmt", type=click.Choice(["text", "markdown", "csv"]), default="text",
-              show_default=True, help="Format of the table printed on stdout.")
-@click.option("-o", "--out", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Also write comparison.txt/.md/.csv and overlay figures (PNG, SVG) here.")
-@click.option("-m", "--metric", "metric_keys", multiple=True,
-              help="Metrics to show (repeatable) [default: makespan, waiting times, slowdowns, "
-                   "utilisation, job counts].")
+@click.option(
+    "-l",
+    "--labels",
+    multiple=True,
+    help="Labels of the positional INPUTS, in order (comma-separated or repeated).",
+)
+@click.option(
+    "-g",
+    "--group",
+    "groups",
+    nargs=2,
+    multiple=True,
+    metavar="LABEL PATH_OR_GLOB",
+    help="Add runs to the group LABEL; repeat (same LABEL merges) for several patterns.",
+)
+@click.option(
+    "-f",
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "markdown", "csv"]),
+    default="text",
+    show_default=True,
+    help="Format of the table printed on stdout.",
+)
+@click.option(
+    "-o",
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Also write comparison.txt/.md/.csv and overlay figures (PNG, SVG) here.",
+)
+@click.option(
+    "-m",
+    "--metric",
+    "metric_keys",
+    multiple=True,
+    help="Metrics to show (repeatable) [default: makespan, waiting times, slowdowns, "
+    "utilisation, job counts].",
+)
 @click.option("--digits", type=click.IntRange(0, 9), default=1, show_default=True)
 @click.option("--bsld-tau", type=click.FloatRange(min=0.0, min_open=True), default=10.0, show_default=True)
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
-def compare(inputs: tuple[str, ...], labels: tuple[str, ...], groups: tuple[tuple[str, str], ...],
-            fmt: str, out: Path | None, metric_keys: tuple[str, ...], digits: int, bsld_tau: float,
-            quiet: bool) -> None:
+def compare(
+    inputs: tuple[str, ...],
+    labels: tuple[str, ...],
+    groups: tuple[tuple[str, str], ...],
+    fmt: str,
+    out: Path | None,
+    metric_keys: tuple[str, ...],
+    digits: int,
+    bsld_tau: float,
+    quiet: bool,
+) -> None:
     """Compare runs side by side: metrics as mean ± sd per group, with differences to the first group.
 
     Each positional INPUT is one group: a run directory, a Batsim jobs CSV (thesis runs with extra

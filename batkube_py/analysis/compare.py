@@ -28,17 +28,41 @@ from batkube_py.analysis.loading import AnalysisError, Run, load_run  # noqa: E4
 from batkube_py.analysis.report import compute_metrics  # noqa: E402
 
 DEFAULT_METRICS = (
-    "makespan", "mean_waiting_time", "median_waiting_time", "p95_waiting_time", "max_waiting_time",
-    "mean_turnaround_time", "mean_bounded_slowdown", "max_bounded_slowdown", "throughput_jobs_per_hour",
-    "host_utilisation", "cpu_utilisation", "cpu_over_allocations", "jobs_total", "jobs_succeeded",
-    "jobs_failed", "jobs_killed", "jobs_rejected",
+    "makespan",
+    "mean_waiting_time",
+    "median_waiting_time",
+    "p95_waiting_time",
+    "max_waiting_time",
+    "mean_turnaround_time",
+    "mean_bounded_slowdown",
+    "max_bounded_slowdown",
+    "throughput_jobs_per_hour",
+    "host_utilisation",
+    "cpu_utilisation",
+    "cpu_over_allocations",
+    "jobs_total",
+    "jobs_succeeded",
+    "jobs_failed",
+    "jobs_killed",
+    "jobs_rejected",
 )
 KNOWN_METRICS = DEFAULT_METRICS + (
-    "max_turnaround_time", "mean_slowdown", "max_slowdown", "batsim_mean_waiting_time",
-    "batsim_mean_turnaround_time", "batsim_mean_slowdown", "pods_pending", "cpu_utilisation_peak",
-    "cpu_over_allocated_node_seconds", "cpu_max_overcommit", "memory_over_allocations",
-    "memory_over_allocated_node_seconds", "memory_max_overcommit", "pods_over_allocations",
-    "pods_over_allocated_node_seconds", "pods_max_overcommit",
+    "max_turnaround_time",
+    "mean_slowdown",
+    "max_slowdown",
+    "batsim_mean_waiting_time",
+    "batsim_mean_turnaround_time",
+    "batsim_mean_slowdown",
+    "pods_pending",
+    "cpu_utilisation_peak",
+    "cpu_over_allocated_node_seconds",
+    "cpu_max_overcommit",
+    "memory_over_allocations",
+    "memory_over_allocated_node_seconds",
+    "memory_max_overcommit",
+    "pods_over_allocations",
+    "pods_over_allocated_node_seconds",
+    "pods_max_overcommit",
 )
 
 
@@ -72,8 +96,9 @@ def default_label(spec: str) -> str:
     return re.sub(r"(_jobs)?\.csv$", "", name) or spec
 
 
-def plan_groups(positional: list[str], labels: list[str],
-                named: list[tuple[str, str]]) -> list[tuple[str, list[Path]]]:
+def plan_groups(
+    positional: list[str], labels: list[str], named: list[tuple[str, str]]
+) -> list[tuple[str, list[Path]]]:
     """Each positional spec is a group (labelled by ``labels`` in order); ``named`` adds to labelled groups.
 
     The same label given several times (``--group a x --group a y``) merges into one group.
@@ -96,8 +121,9 @@ def plan_groups(positional: list[str], labels: list[str],
     return list(plan.items())
 
 
-def load_groups(plan: list[tuple[str, list[Path]]], bsld_tau: float = 10.0,
-                step: Callable[[str], None] = lambda _: None) -> list[Group]:
+def load_groups(
+    plan: list[tuple[str, list[Path]]], bsld_tau: float = 10.0, step: Callable[[str], None] = lambda _: None
+) -> list[Group]:
     groups = []
     for label, paths in plan:
         group = Group(label)
@@ -116,9 +142,15 @@ def aggregate(groups: list[Group], keys: tuple[str, ...] = DEFAULT_METRICS) -> p
     for key in keys:
         for g in groups:
             vals = np.array([mt.get(key) for mt in g.metrics if mt.get(key) is not None], dtype=float)
-            rows.append({"metric": key, "group": g.label, "n": len(vals),
-                         "mean": vals.mean() if len(vals) else np.nan,
-                         "sd": vals.std(ddof=0) if len(vals) else np.nan})
+            rows.append(
+                {
+                    "metric": key,
+                    "group": g.label,
+                    "n": len(vals),
+                    "mean": vals.mean() if len(vals) else np.nan,
+                    "sd": vals.std(ddof=0) if len(vals) else np.nan,
+                }
+            )
     df = pd.DataFrame(rows)
     defined = df.groupby("metric", sort=False)["n"].transform("max") > 0
     return df[defined].reset_index(drop=True)
@@ -155,7 +187,8 @@ def csv_table(agg: pd.DataFrame) -> str:
     cols = {}
     for lab in labels:
         for stat in ("mean", "sd", "n"):
-            cols[f"{lab}_{stat}"] = wide[(stat, lab)]
+            col = wide[(stat, lab)]
+            cols[f"{lab}_{stat}"] = col.astype(int) if stat == "n" else col
     for lab in labels[1:]:
         cols[f"diff_{lab}_minus_{labels[0]}"] = wide[("mean", lab)] - wide[("mean", labels[0])]
     df = pd.DataFrame(cols).reindex(list(dict.fromkeys(agg["metric"])))
@@ -192,10 +225,18 @@ def overlay_timeseries(groups: list[Group]) -> Figure:
             queued = m.queue_series(run.jobs)
             label = g.label if j == 0 else None
             alpha = 0.9 if len(g.runs) == 1 else 0.45
-            run_ax.step(running["time"], running["value"], where="post", color=color, alpha=alpha,
-                        linewidth=0.8, label=label)
-            queue_ax.step(queued["time"], queued["value"], where="post", color=color, alpha=alpha,
-                          linewidth=0.8)
+            run_ax.step(
+                running["time"],
+                running["value"],
+                where="post",
+                color=color,
+                alpha=alpha,
+                linewidth=0.8,
+                label=label,
+            )
+            queue_ax.step(
+                queued["time"], queued["value"], where="post", color=color, alpha=alpha, linewidth=0.8
+            )
     run_ax.set_ylabel("running jobs")
     queue_ax.set_ylabel("queued jobs")
     queue_ax.set_xlabel("time (s)")
@@ -213,8 +254,13 @@ def bars_figure(agg: pd.DataFrame, keys: tuple[str, ...] = ("makespan", "mean_wa
     fig, axes = plt.subplots(1, max(len(keys), 1), figsize=FIGSIZE, squeeze=False)
     for ax, key in zip(axes[0], keys, strict=False):
         sub = agg[agg["metric"] == key]
-        ax.bar(sub["group"], sub["mean"], yerr=sub["sd"].fillna(0), capsize=4,
-               color=plt.rcParams["axes.prop_cycle"].by_key()["color"][: len(sub)])
+        ax.bar(
+            sub["group"],
+            sub["mean"],
+            yerr=sub["sd"].fillna(0),
+            capsize=4,
+            color=plt.rcParams["axes.prop_cycle"].by_key()["color"][: len(sub)],
+        )
         ax.set_title(key.replace("_", " "))
         ax.tick_params(axis="x", labelrotation=20)
         ax.grid(True, axis="y")
@@ -226,14 +272,22 @@ def write_outputs(groups: list[Group], agg: pd.DataFrame, outdir: Path, digits: 
     outdir.mkdir(parents=True, exist_ok=True)
     wide = wide_table(agg, digits)
     paths = []
-    for name, text in (("comparison.txt", text_table(wide)), ("comparison.md", markdown_table(wide)),
-                       ("comparison.csv", csv_table(agg))):
+    for name, text in (
+        ("comparison.txt", text_table(wide)),
+        ("comparison.md", markdown_table(wide)),
+        ("comparison.csv", csv_table(agg)),
+    ):
         (outdir / name).write_text(text, encoding="utf-8")
         paths.append(outdir / name)
-    waits = {g.label: pd.concat([r.jobs.loc[r.jobs["state"] != "rejected", "waiting_time"] for r in g.runs])
-             for g in groups}
-    paths += save(waiting_figure(waits, "Waiting time distribution (repetitions pooled)"), outdir,
-                  "compare_waiting_time")
+    waits = {
+        g.label: pd.concat([r.jobs.loc[r.jobs["state"] != "rejected", "waiting_time"] for r in g.runs])
+        for g in groups
+    }
+    paths += save(
+        waiting_figure(waits, "Waiting time distribution (repetitions pooled)"),
+        outdir,
+        "compare_waiting_time",
+    )
     paths += save(overlay_timeseries(groups), outdir, "compare_timeseries")
     paths += save(bars_figure(agg), outdir, "compare_bars")
     return paths

@@ -59,8 +59,9 @@ def utilisation_figure(run: Run, t1: float) -> Figure:
         running = m.step_series(ran["starting_time"], ran["finish_time"], np.ones(len(ran)))
         _steps(top, running, color="tab:blue")
         top.set_ylabel("running jobs")
-        top.set_title("cpu capacities unknown (no nodes.csv / --platform): running jobs shown",
-                      fontsize="small")
+        top.set_title(
+            "cpu capacities unknown (no nodes.csv / --platform): running jobs shown", fontsize="small"
+        )
     _steps(bottom, m.queue_series(jobs), color="tab:orange")
     bottom.set_ylabel("queued jobs")
     bottom.set_xlabel("time (s)")
@@ -120,8 +121,9 @@ def node_gantt_figure(run: Run, t1: float, figsize: tuple[float, float] = FIGSIZ
     return fig
 
 
-def render_all(run: Run, metrics: dict, outdir: Path,
-               step: Callable[[str], None] = lambda _: None) -> list[Path]:
+def render_all(
+    run: Run, metrics: dict, outdir: Path, step: Callable[[str], None] = lambda _: None
+) -> list[Path]:
     """Write every figure that the run's data supports; ``step`` reports progress by name."""
     t1 = metrics.get("makespan") or 0.0
     paths: list[Path] = []

@@ -38,17 +38,21 @@ def make_jobset(jobs: pd.DataFrame, nb_resources: int | None) -> JobSet:
     outright when no job has an allocation; ``map_unique_numbers`` needs ``workload_name`` with the short id.
     """
     wl, _, short = jobs["job_id"].str.rpartition("!").T.to_numpy()
-    df = pd.DataFrame({
-        "job_id": short,
-        "workload_name": np.where(wl == "", "w0", wl),
-        "submission_time": jobs["submission_time"].to_numpy(),
-        "starting_time": jobs["starting_time"].to_numpy(),
-        "execution_time": jobs["execution_time"].to_numpy(),
-        "finish_time": jobs["finish_time"].to_numpy(),
-        "waiting_time": jobs["waiting_time"].to_numpy(),
-        "requested_number_of_resources": jobs["requested_number_of_resources"].to_numpy(),
-        "allocated_resources": [ProcSet.from_str(a) if a else ProcSet() for a in jobs["allocated_resources"]],
-    })
+    df = pd.DataFrame(
+        {
+            "job_id": short,
+            "workload_name": np.where(wl == "", "w0", wl),
+            "submission_time": jobs["submission_time"].to_numpy(),
+            "starting_time": jobs["starting_time"].to_numpy(),
+            "execution_time": jobs["execution_time"].to_numpy(),
+            "finish_time": jobs["finish_time"].to_numpy(),
+            "waiting_time": jobs["waiting_time"].to_numpy(),
+            "requested_number_of_resources": jobs["requested_number_of_resources"].to_numpy(),
+            "allocated_resources": [
+                ProcSet.from_str(a) if a else ProcSet() for a in jobs["allocated_resources"]
+            ],
+        }
+    )
     if nb_resources:
         bounds = (0, nb_resources - 1)
     else:
@@ -67,8 +71,12 @@ def plot_job_gantt(ax: Axes, jobs: pd.DataFrame, nb_resources: int | None, title
     else:
         res = expand_allocations(started["allocated_resources"])
         sub = started.loc[res.index]
-        verts = _rects(sub["starting_time"].to_numpy(), sub["finish_time"].to_numpy(),
-                       res.to_numpy(dtype=float), np.full(len(res), 0.9))
+        verts = _rects(
+            sub["starting_time"].to_numpy(),
+            sub["finish_time"].to_numpy(),
+            res.to_numpy(dtype=float),
+            np.full(len(res), 0.9),
+        )
         colors = matplotlib.colormaps["viridis"](np.linspace(0, 1, 8))[res.index.to_numpy() % 8]
         coll = PolyCollection(verts, facecolors=colors, alpha=0.4, edgecolors="none", rasterized=True)
         ax.add_collection(coll)
@@ -105,8 +113,13 @@ def stack_offsets(start: np.ndarray, end: np.ndarray, size: np.ndarray) -> np.nd
     return offsets
 
 
-def plot_node_gantt(ax: Axes, pods: pd.DataFrame, nodes: pd.DataFrame, over: pd.DataFrame,
-                    title: str = "Node Gantt (pods stacked by cpu request)") -> None:
+def plot_node_gantt(
+    ax: Axes,
+    pods: pd.DataFrame,
+    nodes: pd.DataFrame,
+    over: pd.DataFrame,
+    title: str = "Node Gantt (pods stacked by cpu request)",
+) -> None:
     """Each node a lane of height 1 = its allocatable cpu; pods stacked by cpu/capacity."""
     order = "resource_id" if "resource_id" in nodes and nodes["resource_id"].notna().all() else "node"
     nodes = nodes.sort_values(order).reset_index(drop=True)
@@ -116,8 +129,9 @@ def plot_node_gantt(ax: Axes, pods: pd.DataFrame, nodes: pd.DataFrame, over: pd.
     offs = np.zeros(len(pods))
     for _, idx in pods.groupby("node", sort=False).indices.items():
         p = pods.iloc[idx]
-        offs[idx] = stack_offsets(p["bind_time"].to_numpy(), p["finish_time"].to_numpy(),
-                                  p["cpu_request"].to_numpy(dtype=float))
+        offs[idx] = stack_offsets(
+            p["bind_time"].to_numpy(), p["finish_time"].to_numpy(), p["cpu_request"].to_numpy(dtype=float)
+        )
     pcap = pods["node"].map(cap).to_numpy()
     y_rel, h_rel = offs / pcap, pods["cpu_request"].to_numpy(dtype=float) / pcap
     peak = np.nanmax(y_rel + h_rel, initial=1.0)
@@ -126,14 +140,31 @@ def plot_node_gantt(ax: Axes, pods: pd.DataFrame, nodes: pd.DataFrame, over: pd.
     many = len(pods) > 2000
     verts = _rects(pods["bind_time"].to_numpy(), pods["finish_time"].to_numpy(), base + y_rel, h_rel)
     colors = matplotlib.colormaps["tab20"](np.arange(len(pods)) % 20)
-    ax.add_collection(PolyCollection(verts, facecolors=colors, edgecolors="black" if not many else "none",
-                                     linewidths=0.3, alpha=0.8, rasterized=many))
+    ax.add_collection(
+        PolyCollection(
+            verts,
+            facecolors=colors,
+            edgecolors="black" if not many else "none",
+            linewidths=0.3,
+            alpha=0.8,
+            rasterized=many,
+        )
+    )
     if len(over):
         ob = over["node"].map(lane).to_numpy() * pitch
         ratio = over["used"].to_numpy() / over["capacity"].to_numpy()
         verts = _rects(over["start"].to_numpy(), over["end"].to_numpy(), ob + 1.0, ratio - 1.0)
-        ax.add_collection(PolyCollection(verts, facecolors="red", edgecolors="darkred", alpha=0.35,
-                                         hatch="//", linewidths=0.5, label="over-allocated"))
+        ax.add_collection(
+            PolyCollection(
+                verts,
+                facecolors="red",
+                edgecolors="darkred",
+                alpha=0.35,
+                hatch="//",
+                linewidths=0.5,
+                label="over-allocated",
+            )
+        )
         ax.legend(loc="upper right", fontsize="small")
     t0 = float(np.nanmin(pods["bind_time"], initial=0.0)) if len(pods) else 0.0
     t1 = float(np.nanmax(pods["finish_time"], initial=1.0)) if len(pods) else 1.0

@@ -99,8 +99,17 @@ def read_jobs(path: Path) -> pd.DataFrame:
     )
     if "final_state" not in df.columns and "success" not in df.columns:
         raise AnalysisError(f"{path}: missing column final_state (or success); cannot tell job outcomes")
-    times = ("submission_time", "starting_time", "execution_time", "finish_time", "waiting_time",
-             "turnaround_time", "stretch", "requested_number_of_resources", "requested_time")
+    times = (
+        "submission_time",
+        "starting_time",
+        "execution_time",
+        "finish_time",
+        "waiting_time",
+        "turnaround_time",
+        "stretch",
+        "requested_number_of_resources",
+        "requested_time",
+    )
     _numeric(df, path, times)
     if "workload_name" in df.columns:
         wl = df["workload_name"].fillna("w0")
@@ -145,8 +154,19 @@ def read_schedule(path: Path) -> dict[str, float | str]:
 
 def read_pods(path: Path) -> pd.DataFrame:
     df = _read_csv(path, POD_REQUIRED, dtype={"job_id": str, "node": str, "pod": str, "reason": str})
-    _numeric(df, path, ("cpu_request", "memory_request", "resource_id", "priority", "submit_time",
-                        "bind_time", "finish_time"))
+    _numeric(
+        df,
+        path,
+        (
+            "cpu_request",
+            "memory_request",
+            "resource_id",
+            "priority",
+            "submit_time",
+            "bind_time",
+            "finish_time",
+        ),
+    )
     df["cpu_request"] = df["cpu_request"].fillna(0.0)
     return df
 
@@ -173,8 +193,10 @@ def read_decisions(path: Path) -> pd.DataFrame:
             if not isinstance(obj, dict) or "result" not in obj:
                 raise AnalysisError(f"{path}: line {lineno}: expected an object with a 'result' key")
             rows.append(obj)
-    df = pd.DataFrame(rows, columns=sorted({"time", "pod", "job_id", "result", "node", "reasons"}
-                                           | {k for r in rows for k in r}))
+    df = pd.DataFrame(
+        rows,
+        columns=sorted({"time", "pod", "job_id", "result", "node", "reasons"} | {k for r in rows for k in r}),
+    )
     return df
 
 

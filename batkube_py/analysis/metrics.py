@@ -126,11 +126,13 @@ def host_utilisation(jobs: pd.DataFrame, nb_resources: int, t0: float, t1: float
         return None
     res = expand_allocations(started["allocated_resources"])
     sub = started.loc[res.index]
-    ev = pd.DataFrame({
-        "host": np.concatenate([res.to_numpy(), res.to_numpy()]),
-        "time": np.concatenate([sub["starting_time"].clip(t0, t1), sub["finish_time"].clip(t0, t1)]),
-        "delta": np.concatenate([np.ones(len(sub)), -np.ones(len(sub))]),
-    }).sort_values(["host", "time", "delta"], kind="mergesort")
+    ev = pd.DataFrame(
+        {
+            "host": np.concatenate([res.to_numpy(), res.to_numpy()]),
+            "time": np.concatenate([sub["starting_time"].clip(t0, t1), sub["finish_time"].clip(t0, t1)]),
+            "delta": np.concatenate([np.ones(len(sub)), -np.ones(len(sub))]),
+        }
+    ).sort_values(["host", "time", "delta"], kind="mergesort")
     count = ev.groupby("host")["delta"].cumsum().to_numpy()
     nxt = ev.groupby("host")["time"].shift(-1).to_numpy()
     busy = np.nansum(np.where(count > 0, nxt - ev["time"].to_numpy(), 0.0))
@@ -148,8 +150,9 @@ def expand_allocations(alloc: pd.Series) -> pd.Series:
     return pd.concat(out).astype(int).sort_index(kind="mergesort")
 
 
-def over_allocation(pods: pd.DataFrame, nodes: pd.DataFrame, request: str = "cpu_request",
-                    capacity: str = "cpu") -> pd.DataFrame:
+def over_allocation(
+    pods: pd.DataFrame, nodes: pd.DataFrame, request: str = "cpu_request", capacity: str = "cpu"
+) -> pd.DataFrame:
     """Per-node intervals where the summed ``request`` of running pods exceeds the node's ``capacity``.
 
     Returns one row per over-allocated step (node, start, end, used, capacity); consecutive rows of a node
@@ -161,11 +164,13 @@ def over_allocation(pods: pd.DataFrame, nodes: pd.DataFrame, request: str = "cpu
     if pods.empty:
         return pd.DataFrame(columns=cols)
     w = pods[request].fillna(0.0).to_numpy() if request != "count" else np.ones(len(pods))
-    ev = pd.DataFrame({
-        "node": np.concatenate([pods["node"].to_numpy(), pods["node"].to_numpy()]),
-        "time": np.concatenate([pods["bind_time"].to_numpy(), pods["finish_time"].to_numpy()]),
-        "delta": np.concatenate([w, -w]),
-    }).sort_values(["node", "time", "delta"], kind="mergesort")
+    ev = pd.DataFrame(
+        {
+            "node": np.concatenate([pods["node"].to_numpy(), pods["node"].to_numpy()]),
+            "time": np.concatenate([pods["bind_time"].to_numpy(), pods["finish_time"].to_numpy()]),
+            "delta": np.concatenate([w, -w]),
+        }
+    ).sort_values(["node", "time", "delta"], kind="mergesort")
     ev["used"] = ev.groupby("node", sort=False)["delta"].cumsum()
     ev = ev.groupby(["node", "time"], sort=False).tail(1)
     ev["end"] = ev.groupby("node", sort=False)["time"].shift(-1)
@@ -177,8 +182,11 @@ def over_allocation(pods: pd.DataFrame, nodes: pd.DataFrame, request: str = "cpu
 def over_allocation_summary(over: pd.DataFrame, prefix: str) -> dict[str, float | int | None]:
     """Episodes (a node entering over-allocation), node-seconds spent over, and the worst ratio."""
     if over.empty:
-        return {f"{prefix}_over_allocations": 0, f"{prefix}_over_allocated_node_seconds": 0.0,
-                f"{prefix}_max_overcommit": None}
+        return {
+            f"{prefix}_over_allocations": 0,
+            f"{prefix}_over_allocated_node_seconds": 0.0,
+            f"{prefix}_max_overcommit": None,
+        }
     prev_end = over.groupby("node", sort=False)["end"].shift(1)
     episodes = int(((prev_end != over["start"]) | prev_end.isna()).sum())
     ratio = over["used"] / over["capacity"].replace(0, np.nan)
@@ -194,6 +202,6 @@ def unschedulable_reasons(decisions: pd.DataFrame) -> dict[str, int]:
     failed = decisions[decisions["result"] == "unschedulable"]["reasons"].dropna()
     counts: dict[str, int] = {}
     for reasons in failed:
-        for reason in (reasons if isinstance(reasons, dict) else {}):
+        for reason in reasons if isinstance(reasons, dict) else {}:
             counts[reason] = counts.get(reason, 0) + 1
     return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))

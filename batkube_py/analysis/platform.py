@@ -18,8 +18,19 @@ import pandas as pd
 
 from batkube_py.analysis.loading import AnalysisError
 
-_SUFFIX = {"m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15,
-           "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50}
+_SUFFIX = {
+    "m": 1e-3,
+    "k": 1e3,
+    "M": 1e6,
+    "G": 1e9,
+    "T": 1e12,
+    "P": 1e15,
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+    "Pi": 2**50,
+}
 _QUANTITY = re.compile(r"^\s*([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*$")
 
 
@@ -63,8 +74,9 @@ def read_platform(path: Path, master: str = "master_host") -> pd.DataFrame:
         cpu = props.get("cpu", props.get("core", "1"))
         mem = props.get("memory")
         try:
-            rows.append({"node": name, "cpu": parse_quantity(cpu),
-                         "memory": parse_quantity(mem) if mem else np.nan})
+            rows.append(
+                {"node": name, "cpu": parse_quantity(cpu), "memory": parse_quantity(mem) if mem else np.nan}
+            )
         except ValueError as exc:
             raise AnalysisError(f"{path}: host {name}: {exc}") from exc
     if not rows:
@@ -104,8 +116,9 @@ def first_resource(alloc: pd.Series) -> pd.Series:
     return pd.to_numeric(head, errors="coerce")
 
 
-def pods_from_jobs(jobs: pd.DataFrame, nodes: pd.DataFrame,
-                   cpu_by_job: dict[str, float] | None) -> pd.DataFrame:
+def pods_from_jobs(
+    jobs: pd.DataFrame, nodes: pd.DataFrame, cpu_by_job: dict[str, float] | None
+) -> pd.DataFrame:
     """One pseudo-pod per started job, on the node of its first allocated resource.
 
     Batkube jobs use one resource each; multi-resource jobs are counted on their first host only.
@@ -115,13 +128,15 @@ def pods_from_jobs(jobs: pd.DataFrame, nodes: pd.DataFrame,
     rid = first_resource(started["allocated_resources"])
     node_of = pd.Series(nodes["node"].to_numpy(), index=nodes["resource_id"].to_numpy())
     cpu = started["job_id"].map(cpu_by_job or {}).fillna(1.0)
-    return pd.DataFrame({
-        "job_id": started["job_id"].to_numpy(),
-        "node": rid.map(node_of).to_numpy(),
-        "resource_id": rid.to_numpy(),
-        "cpu_request": cpu.to_numpy(),
-        "submit_time": started["submission_time"].to_numpy(),
-        "bind_time": started["starting_time"].to_numpy(),
-        "finish_time": started["finish_time"].to_numpy(),
-        "state": started["state"].str.capitalize().to_numpy(),
-    })
+    return pd.DataFrame(
+        {
+            "job_id": started["job_id"].to_numpy(),
+            "node": rid.map(node_of).to_numpy(),
+            "resource_id": rid.to_numpy(),
+            "cpu_request": cpu.to_numpy(),
+            "submit_time": started["submission_time"].to_numpy(),
+            "bind_time": started["starting_time"].to_numpy(),
+            "finish_time": started["finish_time"].to_numpy(),
+            "state": started["state"].str.capitalize().to_numpy(),
+        }
+    )

@@ -71,11 +71,16 @@ def compute_metrics(run: Run, bsld_tau: float = 10.0) -> dict:
 def check_against_schedule(metrics: dict, schedule: dict) -> dict[str, tuple[float, float]]:
     """Metrics differing from out_schedule.csv beyond its 6-decimal rounding: {name: (ours, Batsim's)}."""
     pairs = {
-        "makespan": "makespan", "max_waiting_time": "max_waiting_time",
-        "max_turnaround_time": "max_turnaround_time", "max_slowdown": "max_slowdown",
+        "makespan": "makespan",
+        "max_waiting_time": "max_waiting_time",
+        "max_turnaround_time": "max_turnaround_time",
+        "max_slowdown": "max_slowdown",
         "batsim_mean_waiting_time": "mean_waiting_time",
-        "batsim_mean_turnaround_time": "mean_turnaround_time", "batsim_mean_slowdown": "mean_slowdown",
-        "jobs_total": "nb_jobs", "jobs_rejected": "nb_jobs_rejected", "jobs_succeeded": "nb_jobs_success",
+        "batsim_mean_turnaround_time": "mean_turnaround_time",
+        "batsim_mean_slowdown": "mean_slowdown",
+        "jobs_total": "nb_jobs",
+        "jobs_rejected": "nb_jobs_rejected",
+        "jobs_succeeded": "nb_jobs_success",
         "jobs_killed": "nb_jobs_killed",
     }
     bad = {}
