@@ -1,0 +1,92 @@
+"""Shared simulation state: jobs, machines, outgoing event buffer, logging.
+
+Kept separate from the actors so that the server handlers, the protocol reader and
+the exporter all see one consistent picture, as Batsim's BatsimContext does.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from . import jsonfmt
+from .export import JobsTracer
+from .kernel import Kernel
+from .machines import Machines
+from .simplatform import Platform
+from .workload import Job, Workload
+
+
+@dataclass
+class Options:
+    compute_sharing: bool = False
+    forward_profiles: bool = False
+    sched_config: str = ""
+    log_level: int = 20  # 10 debug, 20 info, 30 warning, 40 error; quiet = 30
+    log_stream: TextIO | None = None
+
+
+@dataclass
+class Counters:
+    submitted: int = 0
+    completed: int = 0
+    running: int = 0
+    waiters: int = 0
+    killers: int = 0
+    job_submitters_expected: int = 0
+    job_submitters_finished: int = 0
+    event_submitters_expected: int = 0
+    event_submitters_finished: int = 0
+
+
+@dataclass
+class Context:
+    k: Kernel
+    platform: Platform
+    machines: Machines
+    workloads: list[Workload]
+    options: Options
+    tracer: JobsTracer
+    jobs: dict[str, Job] = field(default_factory=dict)
+    events: list[str] = field(default_factory=list)
+    counters: Counters = field(default_factory=Counters)
+    job_actors: dict[str, Any] = field(default_factory=dict)
+    current_label: Callable[[], str] | None = None
+    ptasks: Any = None
+    end_sent: bool = False
+    ack_received: bool = False
+    sched_ready: bool = False
+
+    # --- outgoing protocol events ----------------------------------------------------------
+    def append(self, etype: str, data_json: str) -> None:
+        self.events.append(f'{{"timestamp":{self.k.now:f},"type":"{etype}","data":{data_json}}}')
+
+    def flush_message(self) -> str:
+        text = f'{{"now":{self.k.now:f},"events":[{",".join(self.events)}]}}'
+        self.events.clear()
+        return text
+
+    def notify(self, ntype: str, extra: dict[str, Any] | None = None) -> None:
+        self.append("NOTIFY", jsonfmt.dumps({"type": ntype, **(extra or {})}))
+
+    # --- logging ---------------------------------------------------------------------------
+    def log(self, category: str, message: str, level: str = "INFO") -> None:
+        stream = self.options.log_stream
+        if stream is None:
+            return
+        lvl = {"DEBUG": 10, "INFO": 20, "WARNING": 30, "ERROR": 40, "CRITICAL": 50}[level]
+        if lvl < self.options.log_level:
+            return
+        label = self.current_label() if self.current_label and self.k.current is not None else ""
+        prefix = f"[{label} {self.k.now:f}]" if label else f"[{self.k.now:f}]"
+        stream.write(f"{prefix} [{category}/{level}] {message}\n")
+
+    def log_raw(self, line: str) -> None:
+        if self.options.log_stream is not None:
+            self.options.log_stream.write(line + "\n")
+
+
+def default_stream() -> TextIO:
+    return sys.stderr

@@ -1,0 +1,200 @@
+"""BatsimDouble: a transport-free Batsim 4.2.1 peer driven message by message.
+
+Tests feed recorded decision-process replies through `on_reply` and compare what
+comes out with the recorded Batsim messages; the zmq front-end (cli.py) is a thin
+loop around the same object, so both paths exercise identical logic.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+from .actors import event_submitter, job_submitter
+from .context import Context, Options
+from .errors import BatsimAbort, BatsimRuntimeError
+from .export import JobsTracer
+from .kernel import Kernel
+from .machines import Machines
+from .ptasks import PtaskSharing
+from .server import server_process
+from .simplatform import Platform, PlatformError
+from .workload import load_workload
+
+DEADLOCK = ("./src/kernel/EngineImpl.cpp:718: [ker_engine/CRITICAL] Oops! Deadlock detected, some "
+            "activities are still around but will never complete. This usually happens when the user code "
+            "is not perfectly "
+            "clean.")
+
+
+@dataclass
+class Outcome:
+    """How the run ended. `status` is one of running, finished, aborted, deadlock."""
+
+    status: str = "running"
+    exit_code: int | None = None
+    message: str = ""
+    time: float = 0.0
+
+
+class BatsimDouble:
+    def __init__(self, platform_path: str, workload_paths: list[str] | str, *, compute_sharing: bool = False,
+                 forward_profiles: bool = False, events_path: str | None = None,
+                 export_prefix: str | None = None, master_host: str = "master_host",
+                 log_stream: TextIO | None = None, log_level: int = 20) -> None:
+        if isinstance(workload_paths, str):
+            workload_paths = [workload_paths]
+        self.outcome = Outcome()
+        self.export_prefix = export_prefix
+        self._log_stream = log_stream
+        self._sched_wall = 0.0
+        self._t_sent = 0.0
+        self._t_start = time.perf_counter()
+        options = Options(compute_sharing=compute_sharing, forward_profiles=forward_profiles,
+                          log_level=log_level, log_stream=log_stream)
+        self.platform = Platform(platform_path)
+        self.kernel = Kernel(self.platform.latency)
+        workloads = []
+        for i, path in enumerate(workload_paths):
+            wl = load_workload(path, f"w{i}")
+            workloads.append(wl)
+        self.ctx = Context(self.kernel, self.platform, None, workloads, options, JobsTracer())  # type: ignore
+        self.ctx.current_label = self._label
+        for wl in workloads:
+            self.ctx.log("batsim", f"Workload '{wl.name}' corresponds to workload file '{wl.path}'.")
+        self.ctx.log("batsim", "Batsim version: 4.2.1")
+        self._init_error: str | None = None
+        try:
+            self.ctx.machines = Machines(self.platform, master_host)
+        except PlatformError as exc:
+            self._init_error = str(exc)
+            return
+        self.ctx.log("machines", f"The machines have been created successfully. There are "
+                     f"{self.ctx.machines.nb_compute} computing machines.")
+        self.ctx.ptasks = PtaskSharing(self.ctx)
+        for wl in workloads:
+            for job in wl.jobs:
+                self.ctx.jobs[job.id] = job
+        self.ctx.counters.job_submitters_expected = len(workloads)
+        events = _load_events(events_path) if events_path else None
+        master = self.ctx.machines.master
+        for i, wl in enumerate(workloads):
+            self.kernel.spawn(f"workload_submitter_{wl.name}", master, job_submitter(self.ctx, i))
+            self.ctx.log("batsim", f"The process 'workload_submitter_{wl.name}' has been created.")
+        if events is not None:
+            self.ctx.counters.event_submitters_expected = 1
+            self.kernel.spawn("event_submitter", master, event_submitter(self.ctx, events))
+        self.kernel.spawn("server", master, server_process(self.ctx))
+        self.ctx.log("batsim", "The process 'server' has been created.")
+        if export_prefix:
+            _write(f"{export_prefix}_jobs.csv", "")
+
+    # --- driving -------------------------------------------------------------------------
+    def start(self) -> str | None:
+        """First message (SIMULATION_BEGINS); None if Batsim would die before sending it."""
+        if self._init_error is not None:
+            self._abort(BatsimAbort(self._init_error, "./src/xbt/exception.cpp:48"), uncaught=True)
+            return None
+        return self._run(lambda: self.kernel.run())
+
+    def on_reply(self, raw: str) -> str | None:
+        """Apply a decision-process reply; return Batsim's next message or None when done."""
+        if self.outcome.status != "running":
+            return None
+        self._sched_wall += time.perf_counter() - self._t_sent
+        return self._run(lambda: self.kernel.resume_external(raw))
+
+    @property
+    def exit_code(self) -> int | None:
+        return self.outcome.exit_code
+
+    @property
+    def now(self) -> float:
+        return self.kernel.now
+
+    def _run(self, step: Any) -> str | None:
+        try:
+            text = step()
+        except BatsimAbort as exc:
+            self._abort(exc)
+            return None
+        except BatsimRuntimeError as exc:
+            self._runtime_error(exc)
+            return None
+        if text is not None:
+            self._t_sent = time.perf_counter()
+            return text
+        if self.ctx.ack_received:
+            self.outcome = Outcome("finished", 0, "", self.kernel.now)
+        else:
+            self.ctx.log_raw(f"[{self.kernel.now:f}] {DEADLOCK}")
+            self.outcome = Outcome("deadlock", 0, "Oops! Deadlock detected", self.kernel.now)
+        self._finalize()
+        return None
+
+    # --- endings -------------------------------------------------------------------------
+    def _label(self) -> str:
+        a = self.kernel.current
+        return f"{a.host}:{a.name}:({a.pid})" if a is not None else ""
+
+    def _abort(self, exc: BatsimAbort, uncaught: bool = False) -> None:
+        where = f"{exc.where}: " if exc.where else ""
+        cat = "xbt_exception" if uncaught else "root"
+        prefix = f"[{self._label()} {self.kernel.now:f}]" if self.kernel.current else f"[{self.kernel.now:f}]"
+        text = f"Uncaught exception std::invalid_argument: {exc.message}" if uncaught else exc.message
+        self.ctx.log_raw(f"{prefix} {where}[{cat}/CRITICAL] {text}")
+        self.outcome = Outcome("aborted", 134, exc.message, self.kernel.now)
+
+    def _runtime_error(self, exc: BatsimRuntimeError) -> None:
+        self.ctx.log("network", f"Runtime error received: {exc.message}")
+        self.ctx.log("network", "Flushing output files...")
+        self._finalize()
+        self.ctx.log("network", "Output files flushed. Aborting execution now.")
+        self.ctx.log_raw(f"[{self._label()} {self.kernel.now:f}] ./src/xbt/exception.cpp:48: "
+                         "[xbt_exception/CRITICAL] Uncaught exception std::runtime_error: Execution aborted "
+                         "(connection broken)")
+        self.outcome = Outcome("aborted", 134, exc.message, self.kernel.now)
+
+    def schedule_values(self) -> dict[str, str]:
+        m = self.ctx.machines
+        return self.ctx.tracer.schedule_values(m.nb_compute, m.time_computing, m.time_idle, self._sched_wall,
+                                               time.perf_counter() - self._t_start)
+
+    def jobs_csv(self) -> str:
+        return self.ctx.tracer.jobs_csv()
+
+    def _finalize(self) -> None:
+        self.kernel.current = None
+        tr = self.ctx.tracer
+        values = self.schedule_values()
+        self.ctx.log("export", f"jobs={tr.nb_jobs}, finished={tr.finished}, success={tr.success}, "
+                     f"killed={tr.killed}, success_rate={values['success_rate']}")
+        self.ctx.log("export", "makespan={makespan}, scheduling_time={scheduling_time}, mean_waiting_time="
+                     "{mean_waiting_time}, mean_turnaround_time={mean_turnaround_time}, mean_slowdown="
+                     "{mean_slowdown}, max_waiting_time={max_waiting_time}, max_turnaround_time="
+                     "{max_turnaround_time}, max_slowdown={max_slowdown}".format(**values))
+        if self.export_prefix:
+            _write(f"{self.export_prefix}_jobs.csv", tr.jobs_csv())
+            _write(f"{self.export_prefix}_schedule.csv", tr.schedule_csv(values))
+
+
+def _write(path: str, text: str) -> None:
+    d = os.path.dirname(path)
+    if d and not os.path.isdir(d):
+        raise FileNotFoundError(f"export directory '{d}' does not exist")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def _load_events(path: str) -> list[dict[str, Any]]:
+    """Batsim external events: one JSON object per line ({"timestamp", "type", ...})."""
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.strip()
+            if line:
+                out.append(json.loads(line))
+    return out

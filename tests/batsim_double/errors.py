@@ -1,0 +1,26 @@
+"""Failure modes of Batsim that the double reproduces.
+
+`BatsimAbort` models an `xbt_assert` failure (SIGABRT, exit 134, empty outputs);
+`BatsimRuntimeError` models the std::runtime_error path of network.cpp, where Batsim
+flushes its outputs before aborting (still exit 134).
+"""
+
+from __future__ import annotations
+
+
+class BatsimAbort(Exception):
+    def __init__(self, message: str, where: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.where = where
+
+
+class BatsimRuntimeError(Exception):
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def check(cond: bool, message: str, where: str = "") -> None:
+    if not cond:
+        raise BatsimAbort(message, where)

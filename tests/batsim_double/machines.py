@@ -1,0 +1,85 @@
+"""Batsim's view of the platform: master host, compute/storage machine ids, states.
+
+Ids follow SimGrid's host order (lexicographic by name), master excluded, compute
+first then storage; this is what a decision process sees in SIMULATION_BEGINS.
+Machine state time accounting mimics export.cpp: only *closed* idle/computing
+periods are summed, which is why Batsim's time_idle ignores trailing idleness.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .simplatform import Host, Platform, PlatformError
+
+ROLES = ("compute_node", "master", "storage")
+
+
+@dataclass
+class Machine:
+    id: int
+    name: str
+    host: Host
+    role: str
+    properties: dict[str, str]
+    jobs: set[str] = field(default_factory=set)
+    state: str = "idle"
+    since: float = 0.0
+
+
+class Machines:
+    """Compute and storage machines plus the master host name."""
+
+    def __init__(self, platform: Platform, master_name: str = "master_host") -> None:
+        roles: dict[str, str] = {}
+        for name, host in platform.hosts.items():
+            role = host.props.get("role", "")
+            if name == master_name:
+                role = f"{role},master" if role else "master"
+            if role and role not in ROLES:
+                raise PlatformError(f"Cannot create any role from string description '{role}' existing "
+                                    "roles are: compute_node, master, storage, ")
+            roles[name] = role
+        masters = [n for n, r in roles.items() if r == "master"]
+        if len(masters) != 1:
+            raise PlatformError(f"There must be exactly one master host (found {len(masters)}), "
+                                f"looking for master host '{master_name}'")
+        self.master = masters[0]
+        compute = sorted(n for n, r in roles.items() if r in ("", "compute_node"))
+        storage = sorted(n for n, r in roles.items() if r == "storage")
+        self.machines: list[Machine] = []
+        for name in compute + storage:
+            host = platform.hosts[name]
+            props = {"role": host.props.get("role", "")}
+            props.update(host.props)
+            role = roles[name] or "compute_node"
+            self.machines.append(Machine(len(self.machines), name, host, role, props))
+        self.nb_compute = len(compute)
+        self.nb_storage = len(storage)
+        self.time_computing = 0.0
+        self.time_idle = 0.0
+
+    def __len__(self) -> int:
+        return len(self.machines)
+
+    def exists(self, mid: int) -> bool:
+        return 0 <= mid < len(self.machines)
+
+    def add_job(self, mid: int, job_id: str, now: float) -> None:
+        m = self.machines[mid]
+        m.jobs.add(job_id)
+        if m.state == "idle":
+            self.time_idle += now - m.since
+            m.state, m.since = "computing", now
+
+    def remove_job(self, mid: int, job_id: str, now: float) -> None:
+        m = self.machines[mid]
+        m.jobs.discard(job_id)
+        if not m.jobs and m.state == "computing":
+            self.time_computing += now - m.since
+            m.state, m.since = "idle", now
+
+    def resources_json(self, storage: bool) -> list[dict[str, object]]:
+        sel = self.machines[self.nb_compute:] if storage else self.machines[:self.nb_compute]
+        return [{"id": m.id, "name": m.name, "state": "idle", "properties": m.properties,
+                 "zone_properties": m.host.zone_props} for m in sel]
