@@ -10,6 +10,7 @@ from kubernetes.utils.quantity import parse_quantity
 # A bound far above any real machine, so absurd values are refused before they reach int64 arithmetic.
 MAX_MILLI_CPU = 10**12
 MAX_BYTES = 2**62
+_ABSURD = Decimal(2**63)
 
 
 class QuantityError(ValueError):
@@ -27,6 +28,8 @@ def _parse(value: object) -> Decimal:
         raise QuantityError(f"{value!r} is not finite")
     if q < 0:
         raise QuantityError(f"{value!r} is negative")
+    if q > _ABSURD:
+        raise QuantityError(f"{value!r} is absurdly large")
     return q
 
 

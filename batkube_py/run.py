@@ -60,7 +60,7 @@ def find_batsim(batsim: str | None) -> str:
     path = shutil.which(batsim or "batsim")
     if path is None:
         raise RunError(BATSIM_HELP if batsim is None else f"--batsim {batsim!r} is not an executable")
-    return path
+    return str(Path(path).resolve())
 
 
 def count_jobs(workload: Path) -> int:
@@ -139,7 +139,12 @@ def run(cfg: RunConfig, backend_factory: BackendFactory | None = None) -> dict[s
     start = time.perf_counter()
     error: str | None = None
     with open(cfg.out / "batsim.stdout", "wb") as so, open(cfg.out / "batsim.stderr", "wb") as se:
-        proc = subprocess.Popen(cmd, stdout=so, stderr=se, stdin=subprocess.DEVNULL, cwd=cfg.out)
+        try:
+            proc = subprocess.Popen(cmd, stdout=so, stderr=se, stdin=subprocess.DEVNULL, cwd=cfg.out)
+        except OSError as exc:
+            endpoint.close()
+            outputs.close()
+            raise RunError(f"cannot start Batsim ({batsim}): {exc.strerror}") from None
         bar, update = _progress(cfg.progress, total)
         try:
             with bar:

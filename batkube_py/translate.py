@@ -121,13 +121,21 @@ def parse_taints(spec: str, host: str) -> list[client.V1Taint]:
 def node_from_resource(res: Resource) -> client.V1Node:
     props = res.properties
     where = f"host {res.name!r} (resource {res.id})"
-    cpu_prop = props.get("core", props.get("cpu"))
-    try:
-        cpu = quantities.milli_cpu(cpu_prop) if cpu_prop is not None else DEFAULT_CORES * 1000
-        pods = quantities.count(props["pods"]) if "pods" in props else DEFAULT_MAX_PODS
-        memory = quantities.byte_count(props["memory"]) if props.get("memory") else None
-    except quantities.QuantityError as exc:
-        raise TranslationError(f"{where}: {exc}") from None
+    cpu_key = "core" if "core" in props else "cpu"
+    parsed = {}
+    for key, convert in (
+        (cpu_key, quantities.milli_cpu),
+        ("memory", quantities.byte_count),
+        ("pods", quantities.count),
+    ):
+        if props.get(key):
+            try:
+                parsed[key] = convert(props[key])
+            except quantities.QuantityError as exc:
+                raise TranslationError(f"{where}: property {key!r}: {exc}") from None
+    cpu = parsed.get(cpu_key, DEFAULT_CORES * 1000)
+    pods = parsed.get("pods", DEFAULT_MAX_PODS)
+    memory = parsed.get("memory")
     capacity = {"cpu": quantities.format_milli_cpu(cpu), "pods": str(pods)}
     if memory is not None:
         capacity["memory"] = str(memory)

@@ -1,0 +1,194 @@
+"""`batkube run` end to end through real ZeroMQ, against the Batsim 4.2.1 test double."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from batkube_py.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+DOUBLE = ROOT / "tests" / "batsim_double" / "batsim"
+GRAPHENE = SHARED / "reference" / "platforms" / "platform_graphene_16nodes.xml"
+# Batsim's SimGrid latencies shift times by milliseconds; the real figures are 2210.0/979.2 and 2280.0/57.6.
+TOLERANCE = 1.0
+
+
+def batkube_run(out: Path, workload: Path, platform: Path = GRAPHENE, *extra: str) -> tuple[int, str, dict]:
+    args = ["run", "-p", str(platform), "-w", str(workload), "-o", str(out), "--batsim", str(DOUBLE), *extra]
+    result = CliRunner().invoke(main, args)
+    summary = json.loads((out / "summary.json").read_text()) if (out / "summary.json").exists() else {}
+    return result.exit_code, result.output, summary
+
+
+@pytest.mark.parametrize(
+    "workload, makespan, wait",
+    [("burst_200_delay170.json", 2210.0, 979.2), ("spaced_200_delay170.json", 2280.0, 57.6)],
+)
+def test_thesis_workloads_reach_the_ideal_schedule(tmp_path, workload, makespan, wait):
+    code, output, summary = batkube_run(tmp_path, ROOT / "workloads" / workload)
+    assert code == 0, output
+    assert summary["jobs_succeeded"] == summary["jobs_total"] == 200
+    assert summary["over_allocations"] == 0 and summary["jobs_rejected"] == 0
+    assert abs(summary["makespan"] - makespan) < TOLERANCE
+    assert abs(summary["mean_waiting_time"] - wait) < TOLERANCE
+    schedule = (tmp_path / "out_schedule.csv").read_text().splitlines()
+    batsim = dict(zip(schedule[0].split(","), schedule[1].split(","), strict=True))
+    assert abs(float(batsim["makespan"]) - makespan) < TOLERANCE
+    assert abs(float(batsim["mean_waiting_time"]) - wait) < TOLERANCE
+    pods = (tmp_path / "pods.csv").read_text().splitlines()
+    assert len(pods) == 201 and pods[0].startswith("job_id,pod,node,resource_id")
+    for f in ("out_jobs.csv", "nodes.csv", "rejected.csv", "batsim.stderr"):
+        assert (tmp_path / f).exists()
+
+
+def test_same_seed_gives_identical_outputs(tmp_path):
+    workload = SHARED / "reference" / "workloads" / "spaced_150_delay200_varied_cpu.json"
+    platform = SHARED / "reference" / "platforms" / "3node_6core.xml"
+    runs = []
+    for name in ("a", "b", "c"):
+        seed = "7" if name == "c" else "3"
+        code, output, _ = batkube_run(tmp_path / name, workload, platform, "--seed", seed)
+        assert code == 0, output
+        runs.append({f: (tmp_path / name / f).read_text() for f in ("out_jobs.csv", "pods.csv")})
+    assert runs[0] == runs[1]
+    assert runs[0]["pods.csv"] != runs[2]["pods.csv"]  # the seed drives tie-breaking between equal nodes
+
+
+def test_unschedulable_and_unrepresentable_jobs_are_rejected_and_the_run_ends(tmp_path):
+    workload = {
+        "nb_res": 2,
+        "jobs": [
+            {"id": "ok", "subtime": 0, "res": 1, "profile": "small"},
+            {"id": "huge", "subtime": 1, "res": 1, "profile": "huge"},
+            {"id": "two", "subtime": 2, "res": 2, "profile": "small"},
+            {"id": "Weird_ID-1.x", "subtime": 3, "res": 1, "profile": "other"},
+        ],
+        "profiles": {
+            "small": {"type": "delay", "delay": 5, "cpu": "1"},
+            "huge": {"type": "delay", "delay": 5, "cpu": "100"},
+            "other": {"type": "delay", "delay": 5, "cpu": "1", "scheduler": "nobody"},
+        },
+    }
+    path = tmp_path / "w.json"
+    path.write_text(json.dumps(workload))
+    platform = SHARED / "reference" / "platforms" / "3node_6core.xml"
+    code, output, summary = batkube_run(tmp_path / "out", path, platform)
+    assert code == 0, output
+    assert summary["jobs_succeeded"] == 1 and summary["jobs_rejected"] >= 2
+    rejected = (tmp_path / "out" / "rejected.csv").read_text()
+    assert "huge" in rejected and "exceed" in rejected and "res" in rejected
+
+
+def test_missing_batsim_says_how_to_get_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    result = CliRunner().invoke(
+        main,
+        [
+            "run",
+            "-p",
+            str(GRAPHENE),
+            "-w",
+            str(ROOT / "workloads" / "burst_200_delay170.json"),
+            "-o",
+            str(tmp_path / "o"),
+        ],
+    )
+    assert result.exit_code == 1
+    assert "Batsim 4.2.1 was not found" in result.output and "nix" in result.output
+
+
+def test_bad_workload_file_is_named(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"jobs": [}')
+    result = CliRunner().invoke(
+        main, ["run", "-p", str(GRAPHENE), "-w", str(bad), "-o", str(tmp_path / "o"), "--batsim", str(DOUBLE)]
+    )
+    assert result.exit_code == 1 and "bad.json" in result.output and "line 1" in result.output
+
+
+def _fake_batsim(tmp_path: Path, body: str) -> Path:
+    script = tmp_path / "fake-batsim"
+    script.write_text(f"#!{sys.executable}\n" + textwrap.dedent(body))
+    script.chmod(0o755)
+    return script
+
+
+def test_batsim_dying_stops_the_run_keeps_outputs_and_fails(tmp_path):
+    fake = _fake_batsim(tmp_path, "import sys; print('boom', file=sys.stderr); sys.exit(3)\n")
+    code, output, summary = batkube_run(
+        tmp_path / "o", ROOT / "workloads" / "burst_200_delay170.json", GRAPHENE, "--batsim", str(fake)
+    )
+    assert code == 1 and "Batsim exited before the simulation ended" in output
+    assert summary["batsim_exit_code"] == 3 and summary["error"]
+    assert (tmp_path / "o" / "batsim.stderr").read_text().strip() == "boom"
+
+
+def test_broken_json_from_the_peer_is_a_clear_error_not_a_hang(tmp_path):
+    fake = _fake_batsim(
+        tmp_path,
+        """
+        import sys, time, zmq
+        endpoint = sys.argv[sys.argv.index("-s") + 1]
+        sock = zmq.Context().socket(zmq.REQ)
+        sock.connect(endpoint)
+        sock.send(b'{"now": 0, "events": [ this is not json')
+        time.sleep(30)
+        """,
+    )
+    code, output, summary = batkube_run(
+        tmp_path / "o", ROOT / "workloads" / "burst_200_delay170.json", GRAPHENE, "--batsim", str(fake)
+    )
+    assert code == 1 and "not valid JSON" in output
+    assert "message 1" in summary["error"]
+
+
+def test_serve_with_a_batsim_launched_separately(tmp_path):
+    port = 29000 + os.getpid() % 1000
+    endpoint = f"tcp://127.0.0.1:{port}"
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "batkube_py.cli",
+            "serve",
+            "--socket",
+            endpoint,
+            "-o",
+            str(tmp_path / "o"),
+            "--idle-timeout",
+            "60",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    batsim = subprocess.run(
+        [
+            str(DOUBLE),
+            "-p",
+            str(GRAPHENE),
+            "-w",
+            str(ROOT / "workloads" / "spaced_200_delay170.json"),
+            "-e",
+            str(tmp_path / "out"),
+            "-s",
+            endpoint,
+            "--enable-compute-sharing",
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    out, err = server.communicate(timeout=60)
+    assert batsim.returncode == 0, batsim.stderr[-2000:]
+    assert server.returncode == 0, err
+    assert "makespan=2280" in out
+    assert json.loads((tmp_path / "o" / "summary.json").read_text())["jobs_succeeded"] == 200

@@ -1,0 +1,102 @@
+import numpy as np
+from kubernetes import client
+
+from batkube_py import translate
+from batkube_py.cluster.embedded import EmbeddedCluster
+from batkube_py.protocol.models import Resource
+from batkube_py.scheduler.plugins import BalancedAllocation, NodeResourcesFit
+from batkube_py.scheduler.podinfo import pod_info
+from batkube_py.scheduler.snapshot import InvariantViolation, NodeTable
+
+
+def nodes(*specs):
+    out = []
+    for i, props in enumerate(specs):
+        r = Resource(id=i, name=f"n{i}", state="idle", properties=props, zone_properties={})
+        out.append(translate.node_from_resource(r))
+    return out
+
+
+def pod(name, cpu=None, memory=None, priority=None):
+    job = {"res": 1, "profile": "p", **({"priority": priority} if priority is not None else {})}
+    profile = {"type": "delay", "delay": 1}
+    if cpu is not None:
+        profile["cpu"] = cpu
+    if memory is not None:
+        profile["memory"] = memory
+    p = translate.pod_from_job(name, job, profile, name)
+    assert isinstance(p, client.V1Pod)
+    return p
+
+
+def test_least_allocated_and_balanced_match_upstream_integer_formulas():
+    table = NodeTable(nodes({"cpu": "4", "memory": "10000"}, {"cpu": "6", "memory": "10000"}))
+    idx = np.arange(2)
+    p = pod_info(pod("a", "3", "5000"), "a", 0, 0)
+    # cpu (4000-3000)*100/4000 = 25, memory 50 → 37; node 2: cpu 50, memory 50 → 50
+    assert NodeResourcesFit().score(p, table, idx).tolist() == [37, 50]
+    # fractions 0.75/0.5 → std 0.125 → 87; 0.5/0.5 → 100
+    assert BalancedAllocation().score(p, table, idx).tolist() == [87, 100]
+    empty = pod_info(pod("b"), "b", 0, 1)  # no requests: scored as 100m / 200Mi (> 10000 bytes → 0)
+    assert NodeResourcesFit().score(empty, table, idx).tolist() == [
+        (3900 * 100 // 4000) // 2,
+        (5900 * 100 // 6000) // 2,
+    ]
+    assert BalancedAllocation().score(empty, table, idx).tolist() == [100, 100]
+
+
+def test_memory_is_ignored_where_the_host_models_none():
+    table = NodeTable(nodes({"cpu": "4"}))
+    p = pod_info(pod("a", "1", "1Ti"), "a", 0, 0)
+    res = NodeResourcesFit().filter(p, table, np.arange(1))
+    assert res.feasible.tolist() == [True]
+    assert NodeResourcesFit().score(p, table, np.arange(1)).tolist() == [75]
+
+
+def test_filter_reasons_like_kube_scheduler():
+    table = NodeTable(nodes({"cpu": "1", "pods": "0"}, {"cpu": "1", "memory": "1Gi"}, {"cpu": "4"}))
+    p = pod_info(pod("a", "2", "2Gi"), "a", 0, 0)
+    res = NodeResourcesFit().filter(p, table, np.arange(3))
+    assert res.feasible.tolist() == [False, False, True]
+    assert res.reasons == {"Too many pods": 1, "Insufficient cpu": 2, "Insufficient memory": 1}
+
+
+def test_no_head_of_line_blocking_and_priority_order():
+    c = EmbeddedCluster(nodes({"cpu": "2"}), seed=0)
+    c.add_pod(pod("big", "2"), "big", 0.0)
+    c.add_pod(pod("small", "1"), "small", 0.0)
+    assert [b.pod for b in c.schedule(0.0)] == ["big"]
+    c.add_pod(pod("low", "1"), "low", 1.0)
+    c.add_pod(pod("high", "1", priority=10), "high", 2.0)
+    assert c.schedule(2.0) == [] and c.pending() == 3
+    c.delete_pod("big", 3.0)
+    assert [b.pod for b in c.schedule(3.0)] == ["high", "small"]
+    c.delete_pod("high", 4.0)
+    assert [b.pod for b in c.schedule(4.0)] == ["low"]
+    assert c.over_allocations() == 0
+
+
+def test_parked_pod_requeued_only_when_it_can_fit_but_keeps_its_place():
+    c = EmbeddedCluster(nodes({"cpu": "1"}, {"cpu": "2"}), seed=0)
+    c.add_pod(pod("a", "2"), "a", 0.0)
+    c.add_pod(pod("b", "1"), "b", 0.0)
+    assert {b.pod for b in c.schedule(0.0)} == {"a", "b"}
+    c.add_pod(pod("wide", "2"), "wide", 1.0)
+    c.add_pod(pod("narrow", "1"), "narrow", 2.0)
+    assert c.schedule(2.0) == []
+    c.delete_pod("b", 3.0)  # frees 1 cpu on n0: only "narrow" can use it
+    assert [(b.pod, b.node) for b in c.schedule(3.0)] == [("narrow", "n0")]
+    c.delete_pod("a", 4.0)
+    assert [(b.pod, b.node) for b in c.schedule(4.0)] == [("wide", "n1")]
+
+
+def test_invariant_check_fails_loudly():
+    table = NodeTable(nodes({"cpu": "1"}))
+    p = pod_info(pod("a", "2"), "a", 0, 0)
+    try:
+        table.assume(0, p)
+    except InvariantViolation as exc:
+        assert "n0" in str(exc) and "cpu" in str(exc)
+    else:
+        raise AssertionError("over-allocation went unnoticed")
+    assert table.over_allocated() == 1

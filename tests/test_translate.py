@@ -1,0 +1,121 @@
+from batkube_py import translate
+from batkube_py.protocol.models import Resource
+
+
+def res(i=0, name="node-0", props=None, zone=None):
+    return Resource(
+        id=i, name=name, state="idle", properties={"role": "", **(props or {})}, zone_properties=zone or {}
+    )
+
+
+def test_host_properties_become_capacity_labels_and_taints():
+    node = translate.node_from_resource(
+        res(
+            3,
+            "Node_A",
+            {"core": "4", "memory": "16Gi", "gpu": "1", "taints": "gpu=yes:NoSchedule,x:NoExecute"},
+            {"zone_kind": "test zone"},
+        )
+    )
+    assert node.metadata.name.startswith("node-a")
+    assert node.status.allocatable == {"cpu": "4", "memory": str(16 * 2**30), "pods": "110"}
+    assert node.status.capacity == node.status.allocatable
+    labels = node.metadata.labels
+    assert labels["gpu"] == "1" and labels["zone_kind"] == "test-zone" and labels["role"] == ""
+    assert labels[translate.HOSTNAME_LABEL] == node.metadata.name
+    assert "core" not in labels and "taints" not in labels
+    assert [(t.key, t.value, t.effect) for t in node.spec.taints] == [
+        ("gpu", "yes", "NoSchedule"),
+        ("x", None, "NoExecute"),
+    ]
+    assert translate.resource_id(node) == 3
+    assert str(translate.alloc_for(node)) == "3"
+
+
+def test_cpu_property_and_defaults():
+    assert translate.node_from_resource(res(props={"cpu": "8", "pods": "4"})).status.allocatable == {
+        "cpu": "8",
+        "pods": "4",
+    }
+    assert translate.node_from_resource(res()).status.allocatable == {"cpu": "1", "pods": "110"}
+
+
+def test_bad_host_property_names_the_host():
+    import pytest
+
+    with pytest.raises(translate.TranslationError, match="host 'node-0'.*memory"):
+        translate.node_from_resource(res(props={"memory": "lots"}))
+    with pytest.raises(translate.TranslationError, match="taint"):
+        translate.node_from_resource(res(props={"taints": "a=b:Sometimes"}))
+
+
+def test_pod_names_are_dns_labels_and_unique():
+    taken: set[str] = set()
+    names = []
+    for job_id in ["w0!1", "w0!a-b", "w0!a!b", "w0!A_B", "w0!" + "x" * 80, "w0!é"]:
+        name = translate.pod_name(job_id, taken)
+        assert translate._DNS_LABEL.match(name) and len(name) <= 63, name
+        taken.add(name)
+        names.append(name)
+    assert names[0] == "w0-1"
+    assert len(set(names)) == len(names)
+
+
+def pod(job=None, profile=None):
+    job = {"id": "w0!1", "subtime": 0, "res": 1, "profile": "p", **(job or {})}
+    return translate.pod_from_job("w0!1", job, {"type": "delay", "delay": 10, **(profile or {})}, "w0-1")
+
+
+def test_job_fields_override_profile_fields():
+    p = pod({"cpu": "500m", "priority": 7, "nodeSelector": {"disk": "ssd"}}, {"cpu": "2", "memory": "1Gi"})
+    assert p.spec.containers[0].resources.requests == {"cpu": "500m", "memory": "1Gi"}
+    assert p.spec.priority == 7 and p.spec.node_selector == {"disk": "ssd"}
+    assert p.spec.scheduler_name == "default-scheduler"
+    assert p.metadata.annotations[translate.JOB_ID_ANNOTATION] == "w0!1"
+
+
+def test_kubernetes_schema_fields():
+    p = pod(
+        {
+            "scheduler": "my-sched",
+            "labels": {"app": "web"},
+            "tolerations": [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}],
+            "affinity": {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [
+                            {"matchExpressions": [{"key": "k", "operator": "In", "values": ["v"]}]}
+                        ]
+                    }
+                }
+            },
+        },
+        {"cpu": 3.516},
+    )
+    assert p.spec.scheduler_name == "my-sched" and p.metadata.labels == {"app": "web"}
+    assert p.spec.tolerations[0].operator == "Exists"
+    terms = (
+        p.spec.affinity.node_affinity.required_during_scheduling_ignored_during_execution.node_selector_terms
+    )
+    assert terms[0].match_expressions[0].values == ["v"]
+    assert p.spec.containers[0].resources.requests == {"cpu": "3.516"}
+
+
+def test_unrepresentable_jobs_are_rejected_with_field_and_expectation():
+    cases = [
+        ({"res": 2}, {}, "res", "1"),
+        ({}, {"type": "parallel_homogeneous"}, "profile.type", "delay"),
+        ({"cpu": "lots"}, {}, "cpu", "quantity"),
+        ({}, {"memory": "-1Gi"}, "profile.memory", "non-negative"),
+        ({"priority": "high"}, {}, "priority", "integer"),
+        ({"nodeSelector": ["a"]}, {}, "nodeSelector", "object"),
+        ({"tolerations": {"a": 1}}, {}, "tolerations", "list"),
+    ]
+    for job, profile, field, expected in cases:
+        r = pod(job, profile)
+        assert isinstance(r, translate.Rejection), (job, profile)
+        assert r.field == field and expected in r.expected
+        assert "w0!1" in r.reason and field in r.reason
+    assert isinstance(translate.pod_from_job("w0!1", None, None, "x"), translate.Rejection)
+    r = translate.pod_from_job("w0!1", {"res": 1, "profile": "nope"}, None, "x")
+    assert r.field == "profile"
