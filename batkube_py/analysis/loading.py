@@ -81,11 +81,16 @@ def _numeric(df: pd.DataFrame, path: Path, columns: tuple[str, ...]) -> None:
         if col not in df.columns:
             continue
         raw = df[col]
+        if pd.api.types.is_numeric_dtype(raw):
+            df[col] = raw.astype(float)
+            continue
         values = pd.to_numeric(raw, errors="coerce")
-        bad = values.isna() & raw.notna() & (raw.astype(str).str.strip() != "")
-        if bad.any():
-            row = int(np.flatnonzero(bad.to_numpy())[0])
-            raise AnalysisError(f"{path}: column {col!r} row {row + 2}: {raw.iloc[row]!r} is not a number")
+        suspect = np.flatnonzero((values.isna() & raw.notna()).to_numpy())
+        for row in suspect:
+            if str(raw.iloc[row]).strip():
+                raise AnalysisError(
+                    f"{path}: column {col!r} row {row + 2}: {raw.iloc[row]!r} is not a number"
+                )
         df[col] = values.astype(float)
 
 
