@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from decimal import Decimal, InvalidOperation
+from functools import lru_cache
 
 from kubernetes.utils.quantity import parse_quantity
 
@@ -18,8 +19,7 @@ class QuantityError(ValueError):
 
 
 def _parse(value: object) -> Decimal:
-    if isinstance(value, bool) or not isinstance(value, str | int | float):
-        raise QuantityError(f"expected a Kubernetes quantity (string or number), got {value!r}")
+    _check_type(value)
     try:
         q = parse_quantity(value if isinstance(value, str) else repr(value))
     except (ValueError, InvalidOperation, TypeError) as exc:
@@ -35,13 +35,30 @@ def _parse(value: object) -> Decimal:
 
 def milli_cpu(value: object) -> int:
     """CPU in milli-cores, rounded up like resource.Quantity.MilliValue()."""
+    _check_type(value)
+    return _milli_cpu(value)
+
+
+def byte_count(value: object) -> int:
+    _check_type(value)
+    return _byte_count(value)
+
+
+def _check_type(value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise QuantityError(f"expected a Kubernetes quantity (string or number), got {value!r}")
+
+
+@lru_cache(maxsize=4096)  # workloads repeat a handful of quantities thousands of times
+def _milli_cpu(value: str | int | float) -> int:
     m = math.ceil(_parse(value) * 1000)
     if m > MAX_MILLI_CPU:
         raise QuantityError(f"cpu {value!r} is absurdly large (> {MAX_MILLI_CPU // 1000} cores)")
     return int(m)
 
 
-def byte_count(value: object) -> int:
+@lru_cache(maxsize=4096)
+def _byte_count(value: str | int | float) -> int:
     b = math.ceil(_parse(value))
     if b > MAX_BYTES:
         raise QuantityError(f"memory {value!r} is absurdly large (> 2^62 bytes)")

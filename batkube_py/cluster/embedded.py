@@ -81,7 +81,7 @@ class EmbeddedCluster:
             self._changed.clear()
         bindings = []
         while (pod := self.queue.pop()) is not None:
-            decision = self.profiles[pod.scheduler_name].schedule_one(pod, self.nodes)
+            decision = self.profiles[pod.scheduler_name].schedule_one(pod, self.nodes, self.record_decisions)
             if self.record_decisions:
                 self.decisions.append(decision)
             if decision.node is None:

@@ -57,8 +57,9 @@ class Profile:
     scorers: list[tuple[ScorePlugin, int]]
     rng: np.random.Generator
 
-    def schedule_one(self, pod: PodInfo, nodes: NodeTable) -> Decision:
-        idx = np.arange(len(nodes))
+    def schedule_one(self, pod: PodInfo, nodes: NodeTable, explain: bool = False) -> Decision:
+        """One cycle; `explain` also ranks the best nodes, which only the decision record needs."""
+        idx = nodes.all
         reasons: dict[str, int] = {}
         for plugin in self.filters:
             if idx.size == 0:
@@ -77,7 +78,8 @@ class Profile:
         best = total.max()
         ties = np.flatnonzero(total == best)
         pick = ties[0] if ties.size == 1 else ties[self.rng.integers(ties.size)]
-        top = np.argsort(-total, kind="stable")[:3]
-        return Decision(
-            pod, int(idx[pick]), int(idx.size), reasons, [(int(idx[t]), int(total[t])) for t in top]
-        )
+        decision = Decision(pod, int(idx[pick]), int(idx.size), reasons)
+        if explain:
+            top = np.argsort(-total, kind="stable")[:3]
+            decision.top_scores = [(int(idx[t]), int(total[t])) for t in top]
+        return decision

@@ -35,6 +35,7 @@ class NodeTable:
         self.nz_mem = np.zeros(n, dtype=np.int64)
         self.pod_count = np.zeros(n, dtype=np.int64)
         self.schedulable = np.ones(n, dtype=bool)
+        self.all = np.arange(n)
 
     def __len__(self) -> int:
         return len(self.names)

@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""End-to-end wall time and peak memory of `batkube serve` vs shared/bench/fcfs_baseline.py.
+
+Both decision processes face the same Batsim peer (real Batsim with --batsim, else the test double)
+on the same platform and workload, back to back in one run, so the ratio is what to read: absolute
+seconds on a shared 2-core machine are noise.
+
+    python benchmarks/adapter_vs_fcfs.py [--platform P] [--workload W] [--batsim PATH] [--repeat N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT.parent / "shared" / "bench"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def one_run(dp_cmd: list[str], batsim: str, platform: Path, workload: Path) -> tuple[float, float, int]:
+    """Returns (wall seconds, decision process peak RSS in MiB, Batsim exit code)."""
+    port = free_port()
+    endpoint = f"tcp://127.0.0.1:{port}"
+    with tempfile.TemporaryDirectory() as out:
+        dp = subprocess.Popen(
+            [*dp_cmd, endpoint], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=out
+        )
+        time.sleep(0.5)
+        start = time.perf_counter()
+        sim = subprocess.run(
+            [batsim, "-p", str(platform), "-w", str(workload), "-e", f"{out}/out", "-s", endpoint,
+             "--enable-compute-sharing", "-q"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        _, status, usage = os.wait4(dp.pid, 0)
+        wall = time.perf_counter() - start
+    return wall, usage.ru_maxrss / 1024, sim.returncode
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--platform", type=Path, default=BENCH / "k8s_1000nodes.xml")
+    ap.add_argument("--workload", type=Path, default=BENCH / "k8s_10k_jobs.json")
+    ap.add_argument("--batsim", default=str(ROOT / "tests" / "batsim_double" / "batsim"))
+    ap.add_argument("--repeat", type=int, default=1)
+    args = ap.parse_args()
+    adapter = [sys.executable, "-m", "batkube_py.cli", "serve", "--idle-timeout", "120", "--socket"]
+    baseline = [sys.executable, str(BENCH / "fcfs_baseline.py"), "--no-log", "--endpoint"]
+    rows = []
+    for _ in range(args.repeat):
+        for name, cmd in (("fcfs_baseline", baseline), ("batkube serve", adapter)):
+            wall, rss, rc = one_run(cmd, args.batsim, args.platform, args.workload)
+            rows.append((name, wall, rss, rc))
+            print(f"{name:15s} wall {wall:7.2f} s   peak RSS {rss:7.1f} MiB   batsim exit {rc}", flush=True)
+    by = {n: [r for r in rows if r[0] == n] for n in ("fcfs_baseline", "batkube serve")}
+    mean = {n: sum(r[1] for r in v) / len(v) for n, v in by.items()}
+    print(f"peer: {args.batsim}\nworkload: {args.workload.name} on {args.platform.name}")
+    print(f"ratio batkube/fcfs wall time: {mean['batkube serve'] / mean['fcfs_baseline']:.2f}x")
+    print(f"peak RSS batkube serve: {max(r[2] for r in by['batkube serve']):.1f} MiB")
+
+
+if __name__ == "__main__":
+    main()
