@@ -32,33 +32,64 @@ def make_run(root: Path, n_jobs: int, n_nodes: int, seed: int = 42) -> None:
     cpu = rng.choice([0.5, 1.0, 2.0], n_jobs)
     ids = np.arange(n_jobs).astype(str)
     f = lambda a: np.where(rejected, "", np.char.mod("%f", a))  # noqa: E731
-    jobs = pd.DataFrame({
-        "job_id": ids, "workload_name": "w0", "profile": "delay", "submission_time": np.char.mod("%f", submit),
-        "requested_number_of_resources": 1, "requested_time": "-1.000000",
-        "success": np.where(rejected, 0, 1),
-        "final_state": np.where(rejected, "REJECTED", "COMPLETED_SUCCESSFULLY"),
-        "starting_time": f(start), "execution_time": f(delay), "finish_time": f(finish),
-        "waiting_time": f(wait), "turnaround_time": f(finish - submit), "stretch": f((finish - submit) / delay),
-        "allocated_resources": np.where(rejected, "", node.astype(str)),
-        "consumed_energy": np.where(rejected, "", "-1.000000"), "metadata": '""',
-    })
+    jobs = pd.DataFrame(
+        {
+            "job_id": ids,
+            "workload_name": "w0",
+            "profile": "delay",
+            "submission_time": np.char.mod("%f", submit),
+            "requested_number_of_resources": 1,
+            "requested_time": "-1.000000",
+            "success": np.where(rejected, 0, 1),
+            "final_state": np.where(rejected, "REJECTED", "COMPLETED_SUCCESSFULLY"),
+            "starting_time": f(start),
+            "execution_time": f(delay),
+            "finish_time": f(finish),
+            "waiting_time": f(wait),
+            "turnaround_time": f(finish - submit),
+            "stretch": f((finish - submit) / delay),
+            "allocated_resources": np.where(rejected, "", node.astype(str)),
+            "consumed_energy": np.where(rejected, "", "-1.000000"),
+            "metadata": '""',
+        }
+    )
     jobs.to_csv(root / "out_jobs.csv", index=False, quoting=3)
     names = np.char.add("node-", np.arange(n_nodes).astype(str))
-    pd.DataFrame({"node": names, "resource_id": np.arange(n_nodes), "cpu": 4.0, "memory": 8 * 2**30,
-                  "pods": 110}).to_csv(root / "nodes.csv", index=False)
-    pd.DataFrame({
-        "job_id": np.char.add("w0!", ids), "pod": np.char.add("w0-", ids),
-        "node": np.where(rejected, "", names[node]), "resource_id": np.where(rejected, "", node.astype(str)),
-        "cpu_request": cpu, "memory_request": "", "priority": 0, "scheduler": "default",
-        "submit_time": submit, "bind_time": np.where(rejected, np.nan, start),
-        "finish_time": np.where(rejected, np.nan, finish),
-        "state": np.where(rejected, "Rejected", "Succeeded"), "reason": "",
-    }).to_csv(root / "pods.csv", index=False)
+    pd.DataFrame(
+        {"node": names, "resource_id": np.arange(n_nodes), "cpu": 4.0, "memory": 8 * 2**30, "pods": 110}
+    ).to_csv(root / "nodes.csv", index=False)
+    pd.DataFrame(
+        {
+            "job_id": np.char.add("w0!", ids),
+            "pod": np.char.add("w0-", ids),
+            "node": np.where(rejected, "", names[node]),
+            "resource_id": np.where(rejected, "", node.astype(str)),
+            "cpu_request": cpu,
+            "memory_request": "",
+            "priority": 0,
+            "scheduler": "default",
+            "submit_time": submit,
+            "bind_time": np.where(rejected, np.nan, start),
+            "finish_time": np.where(rejected, np.nan, finish),
+            "state": np.where(rejected, "Rejected", "Succeeded"),
+            "reason": "",
+        }
+    ).to_csv(root / "pods.csv", index=False)
     with (root / "decisions.jsonl").open("w") as fh:
         for i in range(0, n_jobs, 10):
-            fh.write(json.dumps({"time": float(submit[i]), "pod": f"w0-{i}", "job_id": f"w0!{i}",
-                                 "result": "unschedulable", "node": None,
-                                 "reasons": {"Insufficient cpu": int(n_nodes * 0.9)}}) + "\n")
+            fh.write(
+                json.dumps(
+                    {
+                        "time": float(submit[i]),
+                        "pod": f"w0-{i}",
+                        "job_id": f"w0!{i}",
+                        "result": "unschedulable",
+                        "node": None,
+                        "reasons": {"Insufficient cpu": int(n_nodes * 0.9)},
+                    }
+                )
+                + "\n"
+            )
 
 
 def main() -> None:
@@ -80,8 +111,11 @@ def main() -> None:
         raise SystemExit(f"analyze failed: {result.output}{result.exception!r}")
     metrics = json.loads((tmp / "analysis" / "metrics.json").read_text())
     print(f"analyze wall time: {wall:.2f} s (figures: {not args.no_figures})")
-    print(f"makespan {metrics['makespan']:.1f}  mean wait {metrics['mean_waiting_time']:.1f}  "
-          f"cpu utilisation {metrics['cpu_utilisation']:.3f}  over-allocations {metrics['cpu_over_allocations']}")
+    print(
+        f"makespan {metrics['makespan']:.1f}  mean wait {metrics['mean_waiting_time']:.1f}  "
+        f"cpu utilisation {metrics['cpu_utilisation']:.3f}  "
+        f"over-allocations {metrics['cpu_over_allocations']}"
+    )
     if args.keep:
         print(f"kept {tmp}")
     else:

@@ -6,6 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 from matplotlib.testing.compare import compare_images
@@ -50,6 +51,23 @@ def test_node_gantt_matches_reference_image(tmp_path: Path) -> None:
     assert compare_images(str(FIXTURES / "node_gantt_tiny.png"), str(actual), tol=8) is None
 
 
+def test_node_gantt_comparison_detects_missing_over_allocation(tmp_path: Path) -> None:
+    """The tolerance is tight enough to notice the red band disappearing."""
+    import matplotlib.pyplot as plt
+
+    from batkube_py.analysis.gantt import plot_node_gantt
+
+    run = load_run(TINY)
+    fig, ax = plt.subplots(figsize=(4.0, 2.5))
+    empty = pd.DataFrame(columns=["node", "start", "end", "used", "capacity"])
+    plot_node_gantt(ax, run.pods[run.pods["bind_time"].notna()], run.nodes, empty)
+    fig.tight_layout()
+    actual = tmp_path / "no_band.png"
+    fig.savefig(actual, dpi=100)
+    plt.close(fig)
+    assert compare_images(str(FIXTURES / "node_gantt_tiny.png"), str(actual), tol=8) is not None
+
+
 def test_analyze_default_output_dir_and_no_figures(tmp_path: Path) -> None:
     run = tmp_path / "run"
     shutil.copytree(TINY, run)
@@ -75,9 +93,18 @@ def test_analyze_directory_without_jobs(tmp_path: Path) -> None:
 @needs_shared
 def test_analyze_plain_batsim_run_with_platform(tmp_path: Path) -> None:
     case = SHARED / "batsim" / "transcripts" / "e_host_properties"
-    result = _invoke(analyze, [str(case / "out"), "-o", str(tmp_path),
-                               "--platform", str(case / "platform.xml"),
-                               "--workload", str(case / "workload.json")])
+    result = _invoke(
+        analyze,
+        [
+            str(case / "out"),
+            "-o",
+            str(tmp_path),
+            "--platform",
+            str(case / "platform.xml"),
+            "--workload",
+            str(case / "workload.json"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "warning" not in result.output
     assert (tmp_path / "node_gantt.png").exists()
@@ -97,36 +124,88 @@ def test_analyze_thesis_emulated_csv(tmp_path: Path) -> None:
 
 TABLE_4_1 = [
     # (emulated glob, simulated glob, expected makespan row, expected mean waiting time row)
-    ("200_delay170_*_jobs.csv", "200_delay170_simu_*_jobs.csv", "2467.2 ± 26.8", "2214.8", "1076.7 ± 10.0",
-     "970.1"),
-    ("spaced_200_delay170_*_jobs.csv", "spaced_200_delay170_simu_*_jobs.csv", "2468.3 ± 4.9", "2256.9",
-     "146.0 ± 1.6", "48.1"),
+    (
+        "200_delay170_*_jobs.csv",
+        "200_delay170_simu_*_jobs.csv",
+        "2467.2 ± 26.8",
+        "2214.8",
+        "1076.7 ± 10.0",
+        "970.1",
+    ),
+    (
+        "spaced_200_delay170_*_jobs.csv",
+        "spaced_200_delay170_simu_*_jobs.csv",
+        "2468.3 ± 4.9",
+        "2256.9",
+        "146.0 ± 1.6",
+        "48.1",
+    ),
     ("KIT_0_jobs.csv", "KIT_10h_80_simu_*_jobs.csv", "32556.2", "32554.7", "2884.3", "2020.1 ± 926.4"),
 ]
 
 
 @needs_shared
-@pytest.mark.parametrize("emu, simu, ms_emu, ms_sim, wait_emu, wait_sim", TABLE_4_1,
-                         ids=["burst", "spaced", "KIT"])
+@pytest.mark.parametrize(
+    "emu, simu, ms_emu, ms_sim, wait_emu, wait_sim", TABLE_4_1, ids=["burst", "spaced", "KIT"]
+)
 def test_compare_reproduces_thesis_table_4_1(emu, simu, ms_emu, ms_sim, wait_emu, wait_sim) -> None:
-    result = _invoke(compare, ["--group", "emulated", str(REF / "emulated" / emu),
-                               "--group", "batkube", str(REF / "batkube-simulated" / simu),
-                               "-m", "makespan", "-m", "mean_waiting_time", "-f", "csv"])
+    result = _invoke(
+        compare,
+        [
+            "--group",
+            "emulated",
+            str(REF / "emulated" / emu),
+            "--group",
+            "batkube",
+            str(REF / "batkube-simulated" / simu),
+            "-m",
+            "makespan",
+            "-m",
+            "mean_waiting_time",
+            "-f",
+            "csv",
+        ],
+    )
     assert result.exit_code == 0, result.output
-    result_md = _invoke(compare, [str(REF / "emulated" / emu), str(REF / "batkube-simulated" / simu),
-                                  "--labels", "emulated,batkube", "-m", "makespan", "-m",
-                                  "mean_waiting_time", "-f", "markdown"])
+    result_md = _invoke(
+        compare,
+        [
+            str(REF / "emulated" / emu),
+            str(REF / "batkube-simulated" / simu),
+            "--labels",
+            "emulated,batkube",
+            "-m",
+            "makespan",
+            "-m",
+            "mean_waiting_time",
+            "-f",
+            "markdown",
+        ],
+    )
     assert result_md.exit_code == 0, result_md.output
-    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
-            for line in result_md.output.splitlines()[2:]}
+    rows = {
+        line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
+        for line in result_md.output.splitlines()[2:]
+    }
     assert rows["makespan"][0] == ms_emu and rows["makespan"][1].startswith(ms_sim)
     assert rows["mean_waiting_time"][0] == wait_emu and rows["mean_waiting_time"][1].startswith(wait_sim)
 
 
 @needs_shared
 def test_compare_writes_tables_and_overlays(tmp_path: Path) -> None:
-    result = _invoke(compare, [str(REF / "emulated" / "spaced_200_delay170_*_jobs.csv"), str(TINY),
-                               "-l", "emulated", "-l", "tiny", "-o", str(tmp_path)])
+    result = _invoke(
+        compare,
+        [
+            str(REF / "emulated" / "spaced_200_delay170_*_jobs.csv"),
+            str(TINY),
+            "-l",
+            "emulated",
+            "-l",
+            "tiny",
+            "-o",
+            str(tmp_path),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "Δ tiny − emulated" in result.output
     csv_text = (tmp_path / "comparison.csv").read_text()

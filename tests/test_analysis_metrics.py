@@ -25,8 +25,11 @@ needs_shared = pytest.mark.skipif(not TRANSCRIPTS.exists(), reason="../shared no
 def _batsim_out_dirs() -> list[Path]:
     if not TRANSCRIPTS.exists():
         return []
-    return sorted(p for p in TRANSCRIPTS.glob("*/out") if (p / "out_schedule.csv").exists()
-                  and (p / "out_jobs.csv").stat().st_size > 0)
+    return sorted(
+        p
+        for p in TRANSCRIPTS.glob("*/out")
+        if (p / "out_schedule.csv").exists() and (p / "out_jobs.csv").stat().st_size > 0
+    )
 
 
 @needs_shared
@@ -37,8 +40,9 @@ def test_metrics_equal_batsim_out_schedule(out_dir: Path) -> None:
     assert run.schedule is not None
     assert check_against_schedule(metrics, run.schedule) == {}
     assert metrics["makespan"] == pytest.approx(float(run.schedule["makespan"]), abs=1e-6)
-    assert metrics["batsim_mean_waiting_time"] == pytest.approx(float(run.schedule["mean_waiting_time"]),
-                                                                abs=1e-6)
+    assert metrics["batsim_mean_waiting_time"] == pytest.approx(
+        float(run.schedule["mean_waiting_time"]), abs=1e-6
+    )
 
 
 @needs_shared
@@ -72,6 +76,8 @@ def test_tiny_fixture_metrics() -> None:
     # cpu-seconds: 10 + 20 + 10 + 5 + 4.5 + 2.5 = 52 over 3 cpu x 20 s
     assert metrics["cpu_utilisation"] == pytest.approx(52 / 60)
     assert metrics["unschedulable_reasons"] == {"Insufficient cpu": 3, "node(s) had untolerated taint": 1}
+    assert metrics["rejection_fields"] == {"cpu": 1}
+    assert metrics["notes"] == []  # summary.json's over_allocations (1) agrees
     # bounded slowdown, tau 10: job 7 turnaround 11 over max(5, 10) -> 1.1; job 5 -> 17/10
     assert metrics["max_bounded_slowdown"] == pytest.approx(1.7)
 
@@ -106,12 +112,27 @@ def _brute_over(pods: pd.DataFrame, cap: float) -> float:
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 20), st.integers(1, 10), st.sampled_from([0.5, 1.0, 1.5]),
-                          st.sampled_from(["a", "b"])), min_size=1, max_size=12))
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 20),
+            st.integers(1, 10),
+            st.sampled_from([0.5, 1.0, 1.5]),
+            st.sampled_from(["a", "b"]),
+        ),
+        min_size=1,
+        max_size=12,
+    )
+)
 def test_over_allocation_matches_brute_force(spec: list[tuple[int, int, float, str]]) -> None:
-    pods = pd.DataFrame({"bind_time": [float(s) for s, *_ in spec],
-                         "finish_time": [float(s + d) for s, d, *_ in spec],
-                         "cpu_request": [c for *_, c, _ in spec], "node": [n for *_, n in spec]})
+    pods = pd.DataFrame(
+        {
+            "bind_time": [float(s) for s, *_ in spec],
+            "finish_time": [float(s + d) for s, d, *_ in spec],
+            "cpu_request": [c for *_, c, _ in spec],
+            "node": [n for *_, n in spec],
+        }
+    )
     nodes = pd.DataFrame({"node": ["a", "b"], "cpu": [2.0, 2.0]})
     over = m.over_allocation(pods, nodes)
     for node in ("a", "b"):

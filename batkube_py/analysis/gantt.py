@@ -34,8 +34,9 @@ def _rects(x0: np.ndarray, x1: np.ndarray, y0: np.ndarray, h: np.ndarray) -> np.
     return np.stack([np.c_[x0, y0], np.c_[x1, y0], np.c_[x1, y0 + h], np.c_[x0, y0 + h]], axis=1)
 
 
-def add_rects(ax: Axes, verts: np.ndarray, color_idx: np.ndarray, cmap: str, ncolors: int,
-              alpha: float, edges: bool) -> None:
+def add_rects(
+    ax: Axes, verts: np.ndarray, color_idx: np.ndarray, cmap: str, ncolors: int, alpha: float, edges: bool
+) -> None:
     """Draw many rectangles cheaply.
 
     Small sets get one PolyCollection (edges, per-rectangle colours). Large ones get one compound path
@@ -44,8 +45,15 @@ def add_rects(ax: Axes, verts: np.ndarray, color_idx: np.ndarray, cmap: str, nco
     steps = np.linspace(0, 1, ncolors) if cmap == "viridis" else np.arange(ncolors)
     palette = matplotlib.colormaps[cmap](steps)
     if len(verts) <= LARGE:
-        ax.add_collection(PolyCollection(verts, facecolors=palette[color_idx % ncolors], alpha=alpha,
-                                         edgecolors="black" if edges else "none", linewidths=0.4))
+        ax.add_collection(
+            PolyCollection(
+                verts,
+                facecolors=palette[color_idx % ncolors],
+                alpha=alpha,
+                edgecolors="black" if edges else "none",
+                linewidths=0.4,
+            )
+        )
         return
     codes_one = [Path.MOVETO, Path.LINETO, Path.LINETO, Path.LINETO, Path.CLOSEPOLY]
     for c in range(ncolors):
@@ -54,8 +62,9 @@ def add_rects(ax: Axes, verts: np.ndarray, color_idx: np.ndarray, cmap: str, nco
             continue
         closed = np.concatenate([sel, sel[:, :1]], axis=1).reshape(-1, 2)
         path = Path(closed, np.tile(codes_one, len(sel)))
-        coll = PathCollection([path], facecolors=[palette[c]], edgecolors="none", alpha=alpha,
-                              rasterized=True)
+        coll = PathCollection(
+            [path], facecolors=[palette[c]], edgecolors="none", alpha=alpha, rasterized=True
+        )
         ax.add_collection(coll, autolim=False)  # add_patch computes limits per Bézier segment: too slow
 
 
@@ -170,9 +179,18 @@ def plot_node_gantt(
         ratio = over["used"].to_numpy() / over["capacity"].to_numpy()
         verts = _rects(over["start"].to_numpy(), over["end"].to_numpy(), ob + 1.0, ratio - 1.0)
         few = len(over) <= LARGE
-        ax.add_collection(PolyCollection(verts, facecolors="red", edgecolors="darkred" if few else "none",
-                                         alpha=0.35, hatch="//" if few else None, linewidths=0.5,
-                                         rasterized=not few, label="over-allocated"))
+        ax.add_collection(
+            PolyCollection(
+                verts,
+                facecolors="red",
+                edgecolors="darkred" if few else "none",
+                alpha=0.35,
+                hatch="//" if few else None,
+                linewidths=0.5,
+                rasterized=not few,
+                label="over-allocated",
+            )
+        )
         ax.legend(loc="upper right", fontsize="small")
     t0 = float(np.nanmin(pods["bind_time"], initial=0.0)) if len(pods) else 0.0
     t1 = float(np.nanmax(pods["finish_time"], initial=1.0)) if len(pods) else 1.0

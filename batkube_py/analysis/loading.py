@@ -22,6 +22,7 @@ PODS_FILE = "pods.csv"
 NODES_FILE = "nodes.csv"
 DECISIONS_FILE = "decisions.jsonl"
 SUMMARY_FILE = "summary.json"
+REJECTED_FILE = "rejected.csv"
 
 JOB_REQUIRED = ("job_id", "submission_time", "starting_time", "finish_time")
 POD_REQUIRED = ("job_id", "node", "cpu_request", "bind_time", "finish_time", "state")
@@ -52,6 +53,7 @@ class Run:
     schedule: dict[str, float | str] | None = None
     decisions: pd.DataFrame | None = None
     summary: dict | None = None
+    rejected: pd.DataFrame | None = None
     nb_resources: int | None = None
     notes: list[str] = field(default_factory=list)
 
@@ -233,6 +235,8 @@ def load_run(path: Path) -> Run:
         run.decisions = read_decisions(path / DECISIONS_FILE)
     if (path / SUMMARY_FILE).exists():
         run.summary = read_summary(path / SUMMARY_FILE)
+    if (path / REJECTED_FILE).exists():
+        run.rejected = _read_csv(path / REJECTED_FILE, ("job_id", "field"), dtype=str)
     if run.nodes is not None:
         run.nb_resources = len(run.nodes)
     elif run.schedule is not None and "nb_computing_machines" in run.schedule:

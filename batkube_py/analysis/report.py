@@ -64,6 +64,15 @@ def compute_metrics(run: Run, bsld_tau: float = 10.0) -> dict:
         )
     if run.decisions is not None and len(run.decisions):
         out["unschedulable_reasons"] = m.unschedulable_reasons(run.decisions)
+    if run.rejected is not None and len(run.rejected):
+        counts = run.rejected["field"].fillna("").value_counts()
+        out["rejection_fields"] = {str(k): int(v) for k, v in counts.items()}
+    summary_over = (run.summary or {}).get("over_allocations")
+    if summary_over is not None and out.get("cpu_over_allocations") not in (None, summary_over):
+        run.notes.append(
+            f"summary.json reports over_allocations={summary_over}, the per-node cpu sweep "
+            f"finds {out['cpu_over_allocations']} episode(s)"
+        )
     out["notes"] = list(dict.fromkeys(run.notes))
     return out
 
@@ -98,6 +107,8 @@ def _scalar_rows(metrics: dict) -> list[tuple[str, object]]:
     for key, value in metrics.items():
         if key == "unschedulable_reasons":
             rows += [(f"unschedulable_reason[{r}]", n) for r, n in value.items()]
+        elif key == "rejection_fields":
+            rows += [(f"rejected_field[{r}]", n) for r, n in value.items()]
         elif key != "notes":
             rows.append((key, "" if value is None else value))
     return rows
