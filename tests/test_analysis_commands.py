@@ -232,3 +232,23 @@ def test_compare_same_label_merges_repetitions() -> None:
     r = _invoke(compare, ["--group", "a", str(TINY), "--group", "a", str(TINY), "-m", "makespan"])
     assert r.exit_code == 0, r.output
     assert "20.0 ± 0.0" in r.output
+
+
+def test_bad_decisions_and_pods_are_clean_errors(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(TINY, run)
+    (run / "decisions.jsonl").write_text('{"result": "bound"}\nnot json\n')
+    r = _invoke(analyze, [str(run), "--no-figures"])
+    assert r.exit_code == 1 and "decisions.jsonl: line 2 is not valid JSON" in r.output
+    (run / "decisions.jsonl").unlink()
+    (run / "pods.csv").write_text("job_id,node\nw0!1,node-a\n")
+    r = _invoke(analyze, [str(run), "--no-figures"])
+    assert r.exit_code == 1 and "pods.csv: missing column(s) cpu_request, bind_time" in r.output
+
+
+def test_job_gantt_resource_bounds_come_from_the_platform() -> None:
+    """evalys would guess 2 machines from allocations 0..1; the fixture's platform has 2, a larger one 16."""
+    from batkube_py.analysis.gantt import make_jobset
+
+    jobs = load_run(TINY).jobs
+    assert make_jobset(jobs[jobs["starting_time"].notna()], 16).MaxProcs == 16
