@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from batkube_py import __version__, platforms, workloads
+from batkube_py.analysis.commands import analyze, compare
 from batkube_py.endpoint import DEFAULT_ENDPOINT
 from batkube_py.run import RunConfig, RunError, run, serve
 
@@ -121,6 +122,9 @@ def workload_cmd(kind, jobs, delay, interval, cpu, memory, output) -> None:
         raise click.ClickException(str(exc)) from None
     _write(json.dumps(doc, indent=1) + "\n", output)
 
+
+main.add_command(analyze)
+main.add_command(compare)
 
 if __name__ == "__main__":
     main()

@@ -192,3 +192,14 @@ def test_serve_with_a_batsim_launched_separately(tmp_path):
     assert server.returncode == 0, err
     assert "makespan=2280" in out
     assert json.loads((tmp_path / "o" / "summary.json").read_text())["jobs_succeeded"] == 200
+
+
+def test_run_then_analyze_through_the_batkube_command(tmp_path):
+    code, output, summary = batkube_run(tmp_path, ROOT / "workloads" / "spaced_200_delay170.json")
+    assert code == 0, output
+    result = CliRunner().invoke(main, ["analyze", str(tmp_path), "-q"])
+    assert result.exit_code == 0, result.output
+    metrics = json.loads((tmp_path / "analysis" / "metrics.json").read_text())
+    assert metrics["makespan"] == pytest.approx(summary["makespan"], abs=0.01)
+    assert metrics["jobs_succeeded"] == 200
+    assert (tmp_path / "analysis" / "node_gantt.png").stat().st_size > 10_000
