@@ -34,29 +34,29 @@ def test_least_allocated_and_balanced_match_upstream_integer_formulas():
     idx = np.arange(2)
     p = pod_info(pod("a", "3", "5000"), "a", 0, 0)
     # cpu (4000-3000)*100/4000 = 25, memory 50 → 37; node 2: cpu 50, memory 50 → 50
-    assert NodeResourcesFit().score(p, table, idx).tolist() == [37, 50]
+    assert NodeResourcesFit().score(None, p, table, idx).tolist() == [37, 50]
     # fractions 0.75/0.5 → std 0.125 → 87; 0.5/0.5 → 100
-    assert BalancedAllocation().score(p, table, idx).tolist() == [87, 100]
+    assert BalancedAllocation().score(None, p, table, idx).tolist() == [87, 100]
     empty = pod_info(pod("b"), "b", 0, 1)  # no requests: scored as 100m / 200Mi (> 10000 bytes → 0)
-    assert NodeResourcesFit().score(empty, table, idx).tolist() == [
+    assert NodeResourcesFit().score(None, empty, table, idx).tolist() == [
         (3900 * 100 // 4000) // 2,
         (5900 * 100 // 6000) // 2,
     ]
-    assert BalancedAllocation().score(empty, table, idx).tolist() == [100, 100]
+    assert BalancedAllocation().score(None, empty, table, idx).tolist() == [100, 100]
 
 
 def test_memory_is_ignored_where_the_host_models_none():
     table = NodeTable(nodes({"cpu": "4"}))
     p = pod_info(pod("a", "1", "1Ti"), "a", 0, 0)
-    res = NodeResourcesFit().filter(p, table, np.arange(1))
+    res = NodeResourcesFit().filter(None, p, table, np.arange(1))
     assert res.feasible.tolist() == [True]
-    assert NodeResourcesFit().score(p, table, np.arange(1)).tolist() == [75]
+    assert NodeResourcesFit().score(None, p, table, np.arange(1)).tolist() == [75]
 
 
 def test_filter_reasons_like_kube_scheduler():
     table = NodeTable(nodes({"cpu": "1", "pods": "0"}, {"cpu": "1", "memory": "1Gi"}, {"cpu": "4"}))
     p = pod_info(pod("a", "2", "2Gi"), "a", 0, 0)
-    res = NodeResourcesFit().filter(p, table, np.arange(3))
+    res = NodeResourcesFit().filter(None, p, table, np.arange(3))
     assert res.feasible.tolist() == [False, False, True]
     assert res.reasons == {"Too many pods": 1, "Insufficient cpu": 2, "Insufficient memory": 1}
 

@@ -1,13 +1,14 @@
-"""The scheduling framework: Filter → Score → NormalizeScore → weighted sum → selectHost.
+"""The scheduling framework: PreFilter → Filter → PreScore → Score → NormalizeScore → × weight → select.
 
 Plugins work on whole node columns (numpy) instead of one node at a time; the results are the same
-as kube-scheduler's per-node loop, and a cycle over 1000 nodes costs tens of microseconds.
+as kube-scheduler's per-node loop, and a cycle over 1000 nodes costs tens of microseconds. A plugin
+implements the extension points it needs by overriding Plugin's methods, as upstream plugins implement
+the interfaces they need; `CycleState` carries what a PreFilter/PreScore computed to the later points.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
 
 import numpy as np
 
@@ -16,6 +17,16 @@ from batkube_py.scheduler.snapshot import NodeTable
 
 MAX_NODE_SCORE = 100
 
+# Cluster events a plugin registers for (upstream EventsToRegister), named Resource/Action.
+POD_DELETE = "Pod/Delete"
+POD_ADD = "Pod/Add"  # an assigned pod appeared (affinity, topology spread)
+NODE_ADD = "Node/Add"
+NODE_UPDATE = "Node/Update"  # labels, taints, schedulability or allocatable changed
+
+
+class CycleState(dict):
+    """Per-cycle scratch space shared by one pod's extension points, keyed by plugin name."""
+
 
 @dataclass
 class FilterResult:
@@ -23,18 +34,31 @@ class FilterResult:
     reasons: dict[str, int] = field(default_factory=dict)  # reason → number of nodes it rejected
 
 
-class FilterPlugin(Protocol):
-    name: str
+class Plugin:
+    """Base of every plugin; the defaults mean "this extension point is not implemented"."""
 
-    def filter(self, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> FilterResult: ...
+    name = ""
+    filters = False
+    scores = False
 
+    def events_to_register(self) -> frozenset[str]:
+        return frozenset()
 
-class ScorePlugin(Protocol):
-    name: str
+    def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> str | None:
+        """None to go on; a reason to declare the pod unschedulable on every node at once."""
+        return None
 
-    def score(self, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> np.ndarray: ...
+    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> FilterResult:
+        return FilterResult(np.ones(idx.size, dtype=bool))
 
-    def normalize(self, scores: np.ndarray) -> np.ndarray: ...
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> None:
+        return None
+
+    def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> np.ndarray:
+        return np.zeros(idx.size, dtype=np.int64)
+
+    def normalize(self, state: CycleState, scores: np.ndarray) -> np.ndarray:
+        return scores
 
 
 @dataclass
@@ -45,7 +69,19 @@ class Decision:
     node: int | None
     feasible: int
     reasons: dict[str, int]
+    rejected_by: frozenset[str] = frozenset()  # plugins that rejected some node (UnschedulablePlugins)
+    evaluated: int = 0
     top_scores: list[tuple[int, int]] = field(default_factory=list)  # (node index, total score)
+    plugin_scores: dict[str, list[int]] = field(default_factory=dict)  # plugin → weighted score of the top
+
+
+def num_feasible_nodes_to_find(n: int, percentage: int) -> int:
+    """schedule_one.go numFeasibleNodesToFind: all nodes below 100, else an adaptive share (≥ 5 %)."""
+    if n < 100 or percentage >= 100:
+        return n
+    if percentage <= 0:
+        percentage = max(5, 50 - n // 125)
+    return max(100, n * percentage // 100)
 
 
 @dataclass
@@ -53,33 +89,89 @@ class Profile:
     """A scheduler profile: one schedulerName, its plugins and weights, its own tie-breaking RNG."""
 
     scheduler_name: str
-    filters: list[FilterPlugin]
-    scorers: list[tuple[ScorePlugin, int]]
+    filters: list[Plugin]
+    scorers: list[tuple[Plugin, int]]
     rng: np.random.Generator
+    percentage_of_nodes_to_score: int = 0
+    pre_filters: list[Plugin] = field(default_factory=list)
+    next_start: int = 0
 
-    def schedule_one(self, pod: PodInfo, nodes: NodeTable, explain: bool = False) -> Decision:
-        """One cycle; `explain` also ranks the best nodes, which only the decision record needs."""
-        idx = nodes.all
+    def __post_init__(self) -> None:
+        if not self.pre_filters:
+            seen: list[Plugin] = []
+            for p in [*self.filters, *(s for s, _ in self.scorers)]:
+                if p not in seen:
+                    seen.append(p)
+            self.pre_filters = seen
+
+    def _feasible(self, state: CycleState, pod: PodInfo, nodes: NodeTable):
+        n = len(nodes)
+        want = num_feasible_nodes_to_find(n, self.percentage_of_nodes_to_score) if self.scorers else 1
+        # Upstream filters from nextStartNodeIndex, in parallel, and stops after `want` feasible nodes;
+        # the nodes it processed move the start index on, so every node gets its turn across pods.
+        idx = nodes.all if self.next_start == 0 else np.roll(nodes.all, -self.next_start)
         reasons: dict[str, int] = {}
+        rejected: set[str] = set()
         for plugin in self.filters:
             if idx.size == 0:
                 break
-            result = plugin.filter(pod, nodes, idx)
-            for reason, n in result.reasons.items():
-                reasons[reason] = reasons.get(reason, 0) + n
+            result = plugin.filter(state, pod, nodes, idx)
+            if result.reasons:
+                rejected.add(plugin.name)
+                for reason, k in result.reasons.items():
+                    reasons[reason] = reasons.get(reason, 0) + k
             idx = idx[result.feasible]
+        processed = n
+        if idx.size > want:
+            last = idx[want - 1]
+            processed = int((last - self.next_start) % n) + 1
+            idx = idx[:want]
+            if reasons:  # nodes past the cut were never examined upstream: their rejections don't count
+                reasons, rejected = self._recount(state, pod, nodes, processed)
+        if n:
+            self.next_start = (self.next_start + processed) % n
+        return idx, reasons, frozenset(rejected), processed
+
+    def _recount(self, state: CycleState, pod: PodInfo, nodes: NodeTable, processed: int):
+        idx = np.roll(nodes.all, -self.next_start)[:processed]
+        reasons: dict[str, int] = {}
+        rejected: set[str] = set()
+        for plugin in self.filters:
+            result = plugin.filter(state, pod, nodes, idx)
+            if result.reasons:
+                rejected.add(plugin.name)
+                for reason, k in result.reasons.items():
+                    reasons[reason] = reasons.get(reason, 0) + k
+            idx = idx[result.feasible]
+        return reasons, rejected
+
+    def schedule_one(self, pod: PodInfo, nodes: NodeTable, explain: bool = False) -> Decision:
+        """One cycle; `explain` also ranks the best nodes, which only the decision record needs."""
+        state = CycleState()
+        for plugin in self.pre_filters:
+            why = plugin.pre_filter(state, pod, nodes)
+            if why is not None:
+                return Decision(pod, None, 0, {why: len(nodes)}, frozenset({plugin.name}))
+        idx, reasons, rejected, processed = self._feasible(state, pod, nodes)
         if idx.size == 0:
-            return Decision(pod, None, 0, reasons)
+            return Decision(pod, None, 0, reasons, rejected, processed)
         if idx.size == 1 or not self.scorers:
-            return Decision(pod, int(idx[0]), int(idx.size), reasons)
+            return Decision(pod, int(idx[0]), int(idx.size), reasons, rejected, processed)
         total = np.zeros(idx.size, dtype=np.int64)
+        per_plugin = {}
+        for plugin, _ in self.scorers:
+            plugin.pre_score(state, pod, nodes, idx)
         for plugin, weight in self.scorers:
-            total += plugin.normalize(plugin.score(pod, nodes, idx)) * weight
+            weighted = plugin.normalize(state, plugin.score(state, pod, nodes, idx)) * weight
+            total += weighted
+            if explain:
+                per_plugin[plugin.name] = weighted
         best = total.max()
         ties = np.flatnonzero(total == best)
         pick = ties[0] if ties.size == 1 else ties[self.rng.integers(ties.size)]
-        decision = Decision(pod, int(idx[pick]), int(idx.size), reasons)
+        decision = Decision(pod, int(idx[pick]), int(idx.size), reasons, rejected, processed)
         if explain:
             top = np.argsort(-total, kind="stable")[:3]
             decision.top_scores = [(int(idx[t]), int(total[t])) for t in top]
+            decision.plugin_scores = {k: [int(v[t]) for t in top] for k, v in per_plugin.items()}
         return decision

@@ -36,6 +36,22 @@ class NodeTable:
         self.pod_count = np.zeros(n, dtype=np.int64)
         self.schedulable = np.ones(n, dtype=bool)
         self.all = np.arange(n)
+        self.labels: list[dict[str, str]] = [dict(nd.metadata.labels or {}) for nd in nodes]
+        self.taints: list[list[client.V1Taint]] = [list(nd.spec.taints or []) for nd in nodes]
+        self.pods_on: list[dict[str, PodInfo]] = [{} for _ in nodes]
+        self._label_columns: dict[str, np.ndarray] = {}
+
+    def label_column(self, key: str) -> np.ndarray:
+        """Every node's value for a label key (None where absent), as one column for vector matching."""
+        col = self._label_columns.get(key)
+        if col is None:
+            col = np.array([lb.get(key) for lb in self.labels], dtype=object)
+            self._label_columns[key] = col
+        return col
+
+    def set_labels(self, i: int, labels: dict[str, str]) -> None:
+        self.labels[i] = dict(labels)
+        self._label_columns.clear()
 
     def __len__(self) -> int:
         return len(self.names)
@@ -56,10 +72,12 @@ class NodeTable:
 
     def assume(self, i: int, pod: PodInfo) -> None:
         self._apply(i, pod, +1)
+        self.pods_on[i][pod.name] = pod
         self.check(i)
 
     def release(self, i: int, pod: PodInfo) -> None:
         self._apply(i, pod, -1)
+        del self.pods_on[i][pod.name]
 
     def check(self, i: int) -> None:
         over = []

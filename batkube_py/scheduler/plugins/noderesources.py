@@ -9,7 +9,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from batkube_py.scheduler.framework import MAX_NODE_SCORE, FilterResult
+from batkube_py.scheduler.framework import (
+    MAX_NODE_SCORE,
+    NODE_ADD,
+    NODE_UPDATE,
+    POD_DELETE,
+    CycleState,
+    FilterResult,
+    Plugin,
+)
 from batkube_py.scheduler.podinfo import PodInfo
 from batkube_py.scheduler.snapshot import NodeTable
 
@@ -32,15 +40,20 @@ def fits(
     return ok & ((mem == 0) | ~mem_limited | (mem <= free_mem))
 
 
-class NodeResourcesFit:
+class NodeResourcesFit(Plugin):
     name = "NodeResourcesFit"
+    filters = True
+    scores = True
 
     def __init__(self, resource_weights: dict[str, int] | None = None):
         weights = resource_weights or {"cpu": 1, "memory": 1}
         self.w_cpu = int(weights.get("cpu", 0))
         self.w_mem = int(weights.get("memory", 0))
 
-    def filter(self, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> FilterResult:
+    def events_to_register(self) -> frozenset[str]:
+        return frozenset({POD_DELETE, NODE_ADD, NODE_UPDATE})
+
+    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> FilterResult:
         free_cpu, free_mem, free_pods = nodes.free(idx)
         limited = nodes.mem_limited[idx]
         pods_bad = free_pods < 1
@@ -57,7 +70,7 @@ class NodeResourcesFit:
                 reasons[reason] = n
         return FilterResult(~(pods_bad | cpu_bad | mem_bad), reasons)
 
-    def score(self, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> np.ndarray:
+    def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> np.ndarray:
         """LeastAllocated over NonZeroRequested (100m / 200Mi for a missing request)."""
         num = np.zeros(idx.size, dtype=np.int64)
         den = np.zeros(idx.size, dtype=np.int64)
@@ -79,14 +92,12 @@ class NodeResourcesFit:
             den += np.where(use, weight, 0)
         return np.where(den > 0, num // np.maximum(den, 1), 0)
 
-    def normalize(self, scores: np.ndarray) -> np.ndarray:
-        return scores
 
-
-class BalancedAllocation:
+class BalancedAllocation(Plugin):
     name = "NodeResourcesBalancedAllocation"
+    scores = True
 
-    def score(self, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> np.ndarray:
+    def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> np.ndarray:
         """(1 - std of the cpu/memory request fractions) × 100, on actual requests."""
         cpu_alloc = nodes.alloc_cpu[idx]
         mem_alloc = nodes.alloc_mem[idx]
@@ -96,6 +107,3 @@ class BalancedAllocation:
         f_mem = np.minimum(1.0, (nodes.req_mem[idx] + pod.memory) / np.where(mem_use, mem_alloc, 1))
         std = np.where(cpu_use & mem_use, np.abs((f_cpu - f_mem) / 2), 0.0)
         return ((1 - std) * MAX_NODE_SCORE).astype(np.int64)
-
-    def normalize(self, scores: np.ndarray) -> np.ndarray:
-        return scores

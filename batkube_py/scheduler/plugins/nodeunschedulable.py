@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import numpy as np
 
-from batkube_py.scheduler.framework import FilterResult
+from batkube_py.scheduler.framework import NODE_ADD, NODE_UPDATE, CycleState, FilterResult, Plugin
 from batkube_py.scheduler.podinfo import PodInfo
 from batkube_py.scheduler.snapshot import NodeTable
 
 REASON = "node(s) were unschedulable"
 
 
-class NodeUnschedulable:
+class NodeUnschedulable(Plugin):
     name = "NodeUnschedulable"
+    filters = True
 
-    def filter(self, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> FilterResult:
+    def events_to_register(self) -> frozenset[str]:
+        return frozenset({NODE_ADD, NODE_UPDATE})
+
+    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> FilterResult:
         ok = nodes.schedulable[idx]
         bad = int(idx.size - ok.sum())
         return FilterResult(ok, {REASON: bad} if bad else {})
