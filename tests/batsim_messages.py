@@ -58,8 +58,11 @@ def message(now: float, *events: dict) -> bytes:
     return json.dumps({"now": now, "events": list(events)}).encode()
 
 
-def reply_events(raw: bytes) -> list[tuple[str, dict]]:
+def reply_events(raw: bytes, wakeups: bool = False) -> list[tuple[str, dict]]:
+    """The reply's events; CALL_ME_LATER (the queue's flush timers) only when asked for."""
     doc = json.loads(raw)
     for ev in doc["events"]:
         assert ev["timestamp"] <= doc["now"]
-    return [(ev["type"], ev["data"]) for ev in doc["events"]]
+        if ev["type"] == "CALL_ME_LATER":
+            assert ev["data"]["timestamp"] > doc["now"]
+    return [(ev["type"], ev["data"]) for ev in doc["events"] if wakeups or ev["type"] != "CALL_ME_LATER"]

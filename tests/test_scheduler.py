@@ -71,8 +71,10 @@ def test_no_head_of_line_blocking_and_priority_order():
     assert c.schedule(2.0) == [] and c.pending() == 3
     c.delete_pod("big", 3.0)
     assert [b.pod for b in c.schedule(3.0)] == ["high", "small"]
+    # "low" failed again at t=3 (its 2nd attempt): backoff 2 s, so the room freed at t=4 waits for t=5
     c.delete_pod("high", 4.0)
-    assert [b.pod for b in c.schedule(4.0)] == ["low"]
+    assert c.schedule(4.0) == [] and c.next_wakeup() == 5.0
+    assert [b.pod for b in c.schedule(5.0)] == ["low"]
     assert c.over_allocations() == 0
 
 
@@ -84,10 +86,13 @@ def test_parked_pod_requeued_only_when_it_can_fit_but_keeps_its_place():
     c.add_pod(pod("wide", "2"), "wide", 1.0)
     c.add_pod(pod("narrow", "1"), "narrow", 2.0)
     assert c.schedule(2.0) == []
-    c.delete_pod("b", 3.0)  # frees 1 cpu on n0: only "narrow" can use it
-    assert [(b.pod, b.node) for b in c.schedule(3.0)] == [("narrow", "n0")]
-    c.delete_pod("a", 4.0)
-    assert [(b.pod, b.node) for b in c.schedule(4.0)] == [("wide", "n1")]
+    c.delete_pod("b", 13.0)  # frees 1 cpu on n0: only "narrow" can use it
+    assert [(b.pod, b.node) for b in c.schedule(13.0)] == [("narrow", "n0")]
+    wide = c.pods["wide"]
+    assert wide.node is None
+    c.delete_pod("a", 24.0)  # "wide" failed at 2 and (without a cycle) at 13: 2 attempts, backoff over
+    assert [(b.pod, b.node) for b in c.schedule(24.0)] == [("wide", "n1")]
+    assert wide.attempts == 2  # failed attempts; the successful third is not a backoff input
 
 
 def test_invariant_check_fails_loudly():
@@ -100,3 +105,13 @@ def test_invariant_check_fails_loudly():
     else:
         raise AssertionError("over-allocation went unnoticed")
     assert table.over_allocated() == 1
+
+
+def test_unschedulable_leftovers_are_flushed_on_the_30s_tick_after_5_minutes():
+    c = EmbeddedCluster(nodes({"cpu": "1"}), seed=0)
+    c.add_pod(pod("a", "1"), "a", 0.0)
+    c.add_pod(pod("b", "1"), "b", 1.0)
+    assert [b.pod for b in c.schedule(1.0)] == ["a"]
+    assert c.next_wakeup() == 330.0  # parked at t=1: more than 300 s old at the tick of t=330
+    assert c.schedule(330.0) == [] and c.pods["b"].attempts == 2
+    assert c.next_wakeup() == 660.0

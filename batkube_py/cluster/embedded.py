@@ -6,11 +6,11 @@ import numpy as np
 from kubernetes import client
 
 from batkube_py.cluster.base import Binding, Unschedulable
-from batkube_py.scheduler.framework import Decision, Profile
+from batkube_py.scheduler.framework import NODE_UPDATE, POD_ADD, POD_DELETE, Decision, Profile
 from batkube_py.scheduler.plugins import BalancedAllocation, NodeResourcesFit, NodeUnschedulable
 from batkube_py.scheduler.plugins.noderesources import fits
 from batkube_py.scheduler.podinfo import PodInfo, pod_info
-from batkube_py.scheduler.queue import SchedulingQueue
+from batkube_py.scheduler.queue import QueueConfig, SchedulingQueue
 from batkube_py.scheduler.snapshot import NodeTable
 from batkube_py.translate import DEFAULT_SCHEDULER
 
@@ -26,13 +26,22 @@ def default_profile(seed: int, scheduler_name: str = DEFAULT_SCHEDULER) -> Profi
 
 
 class EmbeddedCluster:
-    def __init__(self, nodes: list[client.V1Node], seed: int = 0, profiles: list[Profile] | None = None):
+    def __init__(
+        self,
+        nodes: list[client.V1Node],
+        seed: int = 0,
+        profiles: list[Profile] | None = None,
+        queue_config: QueueConfig | None = None,
+    ):
         self.nodes = NodeTable(nodes)
         self.profiles = {p.scheduler_name: p for p in (profiles or [default_profile(seed)])}
-        self.queue = SchedulingQueue()
+        registrations = {
+            plugin.name: plugin.events_to_register()
+            for profile in self.profiles.values()
+            for plugin in [*profile.pre_filters, *profile.filters]
+        }
+        self.queue = SchedulingQueue(queue_config or QueueConfig(), registrations)
         self.pods: dict[str, PodInfo] = {}
-        self._seq = 0
-        self._changed: set[int] = set()
         self._running = 0
         self.decisions: list[Decision] = []
         self.record_decisions = False
@@ -54,8 +63,7 @@ class EmbeddedCluster:
         )
 
     def add_pod(self, pod: client.V1Pod, job_id: str, now: float) -> None:
-        info = pod_info(pod, job_id, now, self._seq)
-        self._seq += 1
+        info = pod_info(pod, job_id, now, self.queue.next_seq())
         self.pods[info.name] = info
         self.queue.add(info)
 
@@ -63,51 +71,52 @@ class EmbeddedCluster:
         info = self.pods.pop(name)
         if info.node is not None:
             self.nodes.release(info.node, info)
-            self._changed.add(info.node)
+            self.queue.event(POD_DELETE, [info.node])
             self._running -= 1
         else:
-            self.queue.remove_parked(name)
+            self.queue.remove(name)
 
     def set_nodes_schedulable(self, nodes: list[str], schedulable: bool, now: float) -> None:
-        for name in nodes:
-            i = self.nodes.index[name]
+        changed = [self.nodes.index[name] for name in nodes]
+        for i in changed:
             self.nodes.schedulable[i] = schedulable
-            if schedulable:
-                self._changed.add(i)
+        self.queue.event(NODE_UPDATE, changed)
 
     def schedule(self, now: float) -> list[Binding]:
-        if self._changed:
-            self.queue.move_on_node_change(self.nodes, np.fromiter(sorted(self._changed), dtype=np.int64))
-            self._changed.clear()
         bindings = []
-        while (pod := self.queue.pop()) is not None:
+        while (pod := self.queue.pop(now, self.nodes)) is not None:
             decision = self.profiles[pod.scheduler_name].schedule_one(pod, self.nodes, self.record_decisions)
             if self.record_decisions:
                 self.decisions.append(decision)
             if decision.node is None:
-                self.queue.park(pod)
+                pod.rejected_by = decision.rejected_by
+                self.queue.failed(pod, now)
                 continue
             self.nodes.assume(decision.node, pod)
             pod.node = decision.node
             self._running += 1
+            self.queue.event(POD_ADD, [decision.node])
             bindings.append(Binding(pod.name, self.nodes.names[decision.node]))
+        self.queue.end_cycle()
         return bindings
 
     def give_up_pending(self, now: float) -> list[Unschedulable]:
-        """With nothing running and nothing left to arrive, a parked pod fits nowhere ever again."""
+        """With nothing running and nothing left to arrive, a pod that fits no node now never will."""
         if self._running:
             return []
         gone = []
-        for pod in self.queue.parked():
-            self.queue.remove_parked(pod.name)
+        for pod in self.queue.pending():
+            feasible, reasons = self.profiles[pod.scheduler_name].diagnose(pod, self.nodes)
+            if feasible:
+                continue  # backing off, but it will fit: the backend's wake-up brings it back
+            self.queue.remove(pod.name)
             del self.pods[pod.name]
-            reasons = self.profiles[pod.scheduler_name].schedule_one(pod, self.nodes).reasons
             detail = ", ".join(f"{n} {r}" for r, n in sorted(reasons.items()))
             gone.append(Unschedulable(pod.name, f"0/{len(self.nodes)} nodes are available: {detail}"))
         return gone
 
     def next_wakeup(self) -> float | None:
-        return None
+        return self.queue.next_wakeup()
 
     def pending(self) -> int:
         return len(self.queue)

@@ -145,6 +145,21 @@ class Profile:
             idx = idx[result.feasible]
         return reasons, rejected
 
+    def diagnose(self, pod: PodInfo, nodes: NodeTable) -> tuple[int, dict[str, int]]:
+        """Feasible node count and rejection reasons over every node, leaving no trace (no RNG draw)."""
+        state = CycleState()
+        for plugin in self.pre_filters:
+            why = plugin.pre_filter(state, pod, nodes)
+            if why is not None:
+                return 0, {why: len(nodes)}
+        idx, reasons = nodes.all, {}
+        for plugin in self.filters:
+            result = plugin.filter(state, pod, nodes, idx)
+            for reason, k in result.reasons.items():
+                reasons[reason] = reasons.get(reason, 0) + k
+            idx = idx[result.feasible]
+        return int(idx.size), reasons
+
     def schedule_one(self, pod: PodInfo, nodes: NodeTable, explain: bool = False) -> Decision:
         """One cycle; `explain` also ranks the best nodes, which only the decision record needs."""
         state = CycleState()

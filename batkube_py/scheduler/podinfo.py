@@ -25,6 +25,9 @@ class PodInfo:
     timestamp: float
     seq: int
     node: int | None = field(default=None)
+    attempts: int = 0
+    backoff_until: float = 0.0
+    rejected_by: frozenset[str] = frozenset()
 
     @property
     def nonzero_cpu(self) -> int:

@@ -1,113 +1,293 @@
-"""The scheduling queue: an active heap sorted like PrioritySort, and parked unschedulable pods.
+"""The scheduling queue, on the simulated clock: activeQ, backoffQ and unschedulable (parked) pods.
 
-A pod that fits nowhere is parked, not retried, so it never blocks the pods behind it (no head-of-line
-blocking). Upstream moves every parked pod back to the active queue on a cluster event its rejecting
-plugin registered for (NodeResourcesFit: a pod deleted, a node added or changed) and retries them all.
-Here only the parked pods that fit one of the nodes that event changed are moved: a pod that fitted
-no node before cannot fit an unchanged node now, so retrying it would fail and, since every parked pod
-is retried in queue order on such an event, would leave the queue order as it was. The outcome is
-kube-scheduler's, without thousands of doomed cycles per completion.
+As upstream (scheduling_queue.go, QueueingHints off): a pod that fits nowhere is parked with the
+plugins that rejected it; a cluster event those plugins registered for moves it back, to activeQ if its
+backoff (1 s doubling to 10 s per attempt) has expired, else to backoffQ, flushed on a 1-s tick; parked
+pods older than 5 min are flushed every 30 s; a failed pod's queue timestamp becomes the failure time.
+
+Retrying every parked pod on every completion is what makes a naive twin slow: thousands of doomed
+cycles per event. A pod rejected only for resources (NodeResourcesFit / NodeUnschedulable) by an event
+that changed a known set of nodes can only succeed on one of those nodes, so a vectorised fit check
+over (parked pods × changed nodes) finds the few worth a real cycle. The others are failed without a
+cycle — attempts counted, timestamp refreshed, order kept — exactly as their real retry would end.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterator
+import math
+from dataclasses import dataclass
 
 import numpy as np
 
+from batkube_py.scheduler.framework import NODE_UPDATE, POD_DELETE
 from batkube_py.scheduler.plugins.noderesources import fits
 from batkube_py.scheduler.podinfo import PodInfo
 from batkube_py.scheduler.snapshot import NodeTable
 
+_FAST_PLUGINS = ("NodeResourcesFit", "NodeUnschedulable")
+_FAST_EVENTS = frozenset({POD_DELETE, NODE_UPDATE})
+UNSCHEDULABLE_TIMEOUT = "UnschedulableTimeout"
+
+
+@dataclass(frozen=True)
+class QueueConfig:
+    pod_initial_backoff: float = 1.0
+    pod_max_backoff: float = 10.0
+    max_in_unschedulable: float = 300.0  # DefaultPodMaxInUnschedulablePodsDuration
+    unschedulable_flush_period: float = 30.0
+    backoff_flush_period: float = 1.0
+
+    def backoff(self, attempts: int) -> float:
+        if attempts <= 0:
+            return 0.0
+        return min(self.pod_initial_backoff * 2 ** (attempts - 1), self.pod_max_backoff)
+
+
+def _tick(t: float, period: float) -> float:
+    """The first tick of a periodic loop (started at t=0) at or after t."""
+    return math.ceil(round(t / period, 9)) * period
+
 
 class _Parked:
-    """Parked pods with their requests as columns, for one vectorised "could it fit now?" per event."""
+    """Parked pods as columns, so that one event is a handful of vector operations."""
+
+    FIELDS = {
+        "cpu": np.int64, "mem": np.int64, "prio": np.int64, "ts": np.float64, "seq": np.int64,
+        "attempts": np.int64, "bits": np.int64, "until": np.float64, "alive": bool,
+    }  # fmt: skip
 
     def __init__(self) -> None:
         self.pods: list[PodInfo | None] = []
         self.slot: dict[str, int] = {}
-        self.cpu = np.zeros(0, dtype=np.int64)
-        self.mem = np.zeros(0, dtype=np.int64)
+        self.col = {k: np.zeros(0, dtype=t) for k, t in self.FIELDS.items()}
+        self.bit_counts: dict[int, int] = {}
+
+    def bits_union(self) -> int:
+        out = 0
+        for bits, count in self.bit_counts.items():
+            if count:
+                out |= bits
+        return out
 
     def __len__(self) -> int:
         return len(self.slot)
 
-    def __iter__(self) -> Iterator[PodInfo]:
-        return (p for p in self.pods if p is not None)
-
-    def add(self, pod: PodInfo) -> None:
-        if len(self.pods) == self.cpu.size:
-            grow = max(64, self.cpu.size)
-            self.cpu = np.concatenate([self.cpu, np.zeros(grow, dtype=np.int64)])
-            self.mem = np.concatenate([self.mem, np.zeros(grow, dtype=np.int64)])
-        i = len(self.pods)
+    def add(self, pod: PodInfo, bits: int) -> None:
+        n = len(self.pods)
+        if n == self.col["cpu"].size:
+            grow = max(64, n)
+            self.col = {k: np.concatenate([v, np.zeros(grow, dtype=v.dtype)]) for k, v in self.col.items()}
         self.pods.append(pod)
-        self.slot[pod.name] = i
-        self.cpu[i] = pod.milli_cpu
-        self.mem[i] = pod.memory
+        self.slot[pod.name] = n
+        c = self.col
+        c["cpu"][n], c["mem"][n], c["prio"][n] = pod.milli_cpu, pod.memory, -pod.priority
+        c["ts"][n], c["seq"][n], c["attempts"][n] = pod.timestamp, pod.seq, pod.attempts
+        c["bits"][n], c["until"][n], c["alive"][n] = bits, pod.backoff_until, True
+        self.bit_counts[bits] = self.bit_counts.get(bits, 0) + 1
 
-    def remove(self, name: str) -> PodInfo:
-        i = self.slot.pop(name)
+    def take(self, i: int) -> PodInfo:
+        """Remove slot i, writing back what vector updates changed while it was parked."""
         pod = self.pods[i]
-        self.pods[i] = None
-        if len(self.pods) > 1024 and len(self.slot) * 2 < len(self.pods):
-            self._compact()
         assert pod is not None
+        c = self.col
+        pod.timestamp, pod.seq, pod.attempts = float(c["ts"][i]), int(c["seq"][i]), int(c["attempts"][i])
+        pod.backoff_until = float(c["until"][i])
+        self.pods[i] = None
+        c["alive"][i] = False
+        self.bit_counts[int(c["bits"][i])] -= 1
+        del self.slot[pod.name]
         return pod
 
-    def _compact(self) -> None:
-        alive = [p for p in self.pods if p is not None]
-        self.pods, self.slot = [], {}
-        self.cpu = np.zeros(max(64, 2 * len(alive)), dtype=np.int64)
-        self.mem = np.zeros_like(self.cpu)
-        for p in alive:
-            self.add(p)
-
-    def fitting(self, nodes: NodeTable, changed: np.ndarray) -> list[str]:
-        n = len(self.pods)
-        if n == 0 or changed.size == 0:
-            return []
-        free_cpu, free_mem, free_pods = nodes.free(changed)
-        ok = fits(
-            self.cpu[:n, None],
-            self.mem[:n, None],
-            free_cpu[None, :],
-            free_mem[None, :],
-            free_pods[None, :],
-            nodes.mem_limited[changed][None, :],
-        )
-        ok &= nodes.schedulable[changed][None, :]
-        hits = np.flatnonzero(ok.any(axis=1))
-        return [p.name for i in hits if (p := self.pods[i]) is not None]
+    def compact(self) -> None:
+        if len(self.pods) < 1024 or len(self.slot) * 2 >= len(self.pods):
+            return
+        keep = np.flatnonzero(self.col["alive"][: len(self.pods)])
+        self.pods = [self.pods[i] for i in keep]
+        self.col = {
+            k: np.concatenate([v[keep], np.zeros(len(keep), dtype=v.dtype)]) for k, v in self.col.items()
+        }
+        self.slot = {p.name: i for i, p in enumerate(self.pods) if p is not None}
 
 
 class SchedulingQueue:
-    def __init__(self) -> None:
+    def __init__(self, config: QueueConfig, registrations: dict[str, frozenset[str]]):
+        """`registrations`: plugin name → the cluster events it registered for."""
+        self.config = config
+        self._bit = {name: 1 << i for i, name in enumerate(sorted(registrations))}
+        self._event_bits: dict[str, int] = {UNSCHEDULABLE_TIMEOUT: 0}
+        for name, events in registrations.items():
+            for ev in events:
+                self._event_bits[ev] = self._event_bits.get(ev, 0) | self._bit[name]
+        self._fast = sum(self._bit.get(p, 0) for p in _FAST_PLUGINS)
         self._active: list[tuple[tuple[int, float, int], PodInfo]] = []
+        self._backoff: list[tuple[float, int, PodInfo]] = []
         self._parked = _Parked()
+        self._events: dict[str, set[int]] = {}
+        self._seq = 0
+        self._refailed: list[tuple[tuple[float, int], PodInfo | int]] = []
+        self._flush_checked_at = -1.0
 
     def __len__(self) -> int:
-        return len(self._active) + len(self._parked)
+        return len(self._active) + len(self._backoff) + len(self._parked)
+
+    def next_seq(self) -> int:
+        self._seq += 1
+        return self._seq
+
+    def bits(self, plugins: frozenset[str]) -> int:
+        return sum(self._bit.get(p, 0) for p in plugins)
+
+    # ---- in ----------------------------------------------------------------------------------------
 
     def add(self, pod: PodInfo) -> None:
         heapq.heappush(self._active, (pod.sort_key, pod))
 
-    def pop(self) -> PodInfo | None:
+    def event(self, kind: str, nodes: list[int] | range) -> None:
+        if self._event_bits.get(kind, 0) & self._parked.bits_union():
+            self._events.setdefault(kind, set()).update(nodes)
+
+    def failed(self, pod: PodInfo, now: float) -> None:
+        """A cycle found no node: count the attempt, refresh the timestamp, park or back off."""
+        pod.attempts += 1
+        pod.backoff_until = now + self.config.backoff(pod.attempts)
+        self._refailed.append(((pod.timestamp, pod.seq), pod))
+        pod.timestamp = now
+        bits = self.bits(pod.rejected_by)
+        if bits == 0:  # no plugin to wait for: upstream sends it straight to backoffQ
+            heapq.heappush(self._backoff, (pod.backoff_until, pod.seq, pod))
+        else:
+            self._parked.add(pod, bits)
+
+    def remove(self, name: str) -> PodInfo | None:
+        """Forget a pending pod (rejected, killed); None if it is not pending here."""
+        if name in self._parked.slot:
+            return self._parked.take(self._parked.slot[name])
+        for heap in (self._active, self._backoff):
+            for k, item in enumerate(heap):
+                if item[-1].name == name:
+                    heap[k] = heap[-1]
+                    heap.pop()
+                    heapq.heapify(heap)
+                    return item[-1]
+        return None
+
+    # ---- out ---------------------------------------------------------------------------------------
+
+    def pop(self, now: float, nodes: NodeTable) -> PodInfo | None:
+        self._flush_backoff(now)
+        if self._events or self._flush_due(now):
+            self._move(now, nodes)
+            self._flush_backoff(now)
         return heapq.heappop(self._active)[1] if self._active else None
 
-    def park(self, pod: PodInfo) -> None:
-        self._parked.add(pod)
+    def end_cycle(self) -> None:
+        """Give the pods failed at this instant their new sequence numbers, in the order they were tried."""
+        if not self._refailed:
+            return
+        self._refailed.sort(key=lambda item: item[0])
+        c = self._parked.col
+        for _, ref in self._refailed:
+            seq = self.next_seq()
+            if isinstance(ref, PodInfo):
+                ref.seq = seq
+                if ref.name in self._parked.slot:
+                    c["seq"][self._parked.slot[ref.name]] = seq
+            else:
+                c["seq"][ref] = seq
+        self._refailed.clear()
+        self._parked.compact()
 
-    def parked(self) -> list[PodInfo]:
-        return sorted(self._parked, key=lambda p: p.sort_key)
+    def pending(self) -> list[PodInfo]:
+        parked = [p for p in self._parked.pods if p is not None]
+        return [*(p for _, p in self._active), *(p for _, _, p in self._backoff), *parked]
 
-    def remove_parked(self, name: str) -> PodInfo:
-        return self._parked.remove(name)
+    def next_wakeup(self) -> float | None:
+        """When a tick would move a pod: the backoffQ flush, or the unschedulable-leftover flush."""
+        times = []
+        if self._backoff:
+            times.append(_tick(self._backoff[0][0], self.config.backoff_flush_period))
+        n = len(self._parked.pods)
+        if len(self._parked):
+            alive = self._parked.col["alive"][:n]
+            oldest = float(self._parked.col["ts"][:n][alive].min())
+            due = oldest + self.config.max_in_unschedulable
+            times.append(_tick(math.nextafter(due, math.inf), self.config.unschedulable_flush_period))
+        return min(times) if times else None
 
-    def move_on_node_change(self, nodes: NodeTable, changed: np.ndarray) -> int:
-        """Requeue the parked pods that one of the `changed` nodes can now hold."""
-        names = self._parked.fitting(nodes, changed)
-        for name in names:
-            self.add(self._parked.remove(name))
-        return len(names)
+    # ---- moving ------------------------------------------------------------------------------------
+
+    def _flush_backoff(self, now: float) -> None:
+        period = self.config.backoff_flush_period
+        while self._backoff and _tick(self._backoff[0][0], period) <= now:
+            pod = heapq.heappop(self._backoff)[2]
+            self.add(pod)
+
+    def _flush_due(self, now: float) -> bool:
+        n = len(self._parked.pods)
+        if not len(self._parked) or now == self._flush_checked_at:
+            return False
+        self._flush_checked_at = now
+        last_tick = (
+            math.floor(now / self.config.unschedulable_flush_period) * self.config.unschedulable_flush_period
+        )
+        c = self._parked.col
+        return bool((c["alive"][:n] & (last_tick - c["ts"][:n] > self.config.max_in_unschedulable)).any())
+
+    def _move(self, now: float, nodes: NodeTable) -> None:
+        events, self._events = self._events, {}
+        n = len(self._parked.pods)
+        if n == 0:
+            return
+        c = {k: v[:n] for k, v in self._parked.col.items()}
+        mask = 0
+        for kind in events:
+            mask |= self._event_bits.get(kind, 0)
+        period = self.config.unschedulable_flush_period
+        last_tick = math.floor(now / period) * period
+        timed_out = c["alive"] & (last_tick - c["ts"] > self.config.max_in_unschedulable)
+        hit = c["alive"] & ((c["bits"] & mask) != 0)
+        moving = hit | timed_out
+        if not moving.any():
+            return
+        backing_off = moving & (c["until"] > now)
+        retry = moving & ~backing_off
+        doomed = np.zeros(n, dtype=bool)
+        fast_events = set(events) <= _FAST_EVENTS and self._fast
+        if fast_events:
+            resource_only = (c["bits"] & ~self._fast) == 0
+            changed = np.fromiter(sorted(set().union(*events.values())), dtype=np.int64)
+            can_fit = self._fits_any(c, nodes, changed)
+            doomed = retry & resource_only & ~can_fit & ~timed_out
+            timed_doomed = retry & resource_only & timed_out & ~self._fits_any(c, nodes, nodes.all)
+            doomed |= timed_doomed
+        elif not events:  # only the timeout flush: state unchanged, resource-only pods still fit nowhere
+            resource_only = (c["bits"] & ~self._fast) == 0
+            doomed = retry & resource_only & ~self._fits_any(c, nodes, nodes.all)
+        for i in np.flatnonzero(backing_off):
+            pod = self._parked.take(int(i))
+            heapq.heappush(self._backoff, (pod.backoff_until, pod.seq, pod))
+        for i in np.flatnonzero(retry & ~doomed):
+            self.add(self._parked.take(int(i)))
+        for i in np.flatnonzero(doomed):
+            self._refailed.append(((float(c["ts"][i]), int(c["seq"][i])), int(i)))
+        if doomed.any():
+            c["attempts"][doomed] += 1
+            att = c["attempts"][doomed]
+            cfg = self.config
+            c["until"][doomed] = now + np.minimum(
+                cfg.pod_initial_backoff * 2.0 ** (att - 1), cfg.pod_max_backoff
+            )
+            c["ts"][doomed] = now
+
+    @staticmethod
+    def _fits_any(c: dict[str, np.ndarray], nodes: NodeTable, changed: np.ndarray) -> np.ndarray:
+        if changed.size == 0:
+            return np.zeros(c["cpu"].size, dtype=bool)
+        free_cpu, free_mem, free_pods = nodes.free(changed)
+        ok = fits(
+            c["cpu"][:, None], c["mem"][:, None], free_cpu[None, :], free_mem[None, :], free_pods[None, :],
+            nodes.mem_limited[changed][None, :],
+        )  # fmt: skip
+        ok &= nodes.schedulable[changed][None, :]
+        return ok.any(axis=1)
