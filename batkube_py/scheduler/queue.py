@@ -211,8 +211,8 @@ class SchedulingQueue:
         if len(self._parked):
             alive = self._parked.col["alive"][:n]
             oldest = float(self._parked.col["ts"][:n][alive].min())
-            due = oldest + self.config.max_in_unschedulable
-            times.append(_tick(math.nextafter(due, math.inf), self.config.unschedulable_flush_period))
+            period = self.config.unschedulable_flush_period
+            times.append((math.floor((oldest + self.config.max_in_unschedulable) / period) + 1) * period)
         return min(times) if times else None
 
     # ---- moving ------------------------------------------------------------------------------------
