@@ -133,7 +133,7 @@ def killer(ctx: Context, job_ids: list[str]) -> G:
     progress: dict[str, Any] = {}
     k = ctx.k
     for jid in job_ids:
-        job = ctx.jobs[jid]
+        job = ctx.job(jid)
         if job.state != "RUNNING":
             continue
         actor = ctx.job_actors.get(jid)

@@ -25,6 +25,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("-m", "--master-host", default="master_host")
     ap.add_argument("--enable-compute-sharing", action="store_true")
     ap.add_argument("--forward-profiles-on-submission", action="store_true")
+    ap.add_argument("--enable-dynamic-jobs", action="store_true")
+    ap.add_argument("--acknowledge-dynamic-jobs", action="store_true")
+    ap.add_argument("--enable-profile-reuse", action="store_true")
     ap.add_argument("--events", default=None)
     ap.add_argument("-q", "--quiet", action="store_true")
     ap.add_argument("-v", "--verbosity", default="information")
@@ -46,7 +49,10 @@ def _level(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     double = BatsimDouble(args.platform, args.workload, compute_sharing=args.enable_compute_sharing,
-                          forward_profiles=args.forward_profiles_on_submission, events_path=args.events,
+                          forward_profiles=args.forward_profiles_on_submission,
+                          dynamic_jobs=args.enable_dynamic_jobs,
+                          ack_dynamic_jobs=args.acknowledge_dynamic_jobs,
+                          profile_reuse=args.enable_profile_reuse, events_path=args.events,
                           export_prefix=args.export, master_host=args.master_host, log_stream=sys.stderr,
                           log_level=_level(args))
     text = double.start()

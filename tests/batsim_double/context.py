@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from . import jsonfmt
+from .errors import BatsimAbort
 from .export import JobsTracer
 from .kernel import Kernel
 from .machines import Machines
@@ -23,6 +24,9 @@ from .workload import Job, Workload
 class Options:
     compute_sharing: bool = False
     forward_profiles: bool = False
+    dynamic_jobs: bool = False
+    ack_dynamic_jobs: bool = False
+    profile_reuse: bool = False
     sched_config: str = ""
     log_level: int = 20  # 10 debug, 20 info, 30 warning, 40 error; quiet = 30
     log_stream: TextIO | None = None
@@ -58,6 +62,10 @@ class Context:
     end_sent: bool = False
     ack_received: bool = False
     sched_ready: bool = False
+    registration_finished: bool = False
+    dynamic_workloads: dict[str, Workload] = field(default_factory=dict)
+    met: set[str] = field(default_factory=set)  # every job id ever registered (Batsim's Jobs::_jobs_met)
+    to_delete: list[str] = field(default_factory=list)  # completed jobs dropped after the next send
 
     # --- outgoing protocol events ----------------------------------------------------------
     def append(self, etype: str, data_json: str) -> None:
@@ -67,6 +75,17 @@ class Context:
         text = f'{{"now":{self.k.now:f},"events":[{",".join(self.events)}]}}'
         self.events.clear()
         return text
+
+    def job(self, jid: str) -> Job:
+        """`Workloads::job_at`: completed jobs are deleted from memory once a message was sent."""
+        job = self.jobs.get(jid)
+        if job is None:
+            raise BatsimAbort(f"Cannot get job '{jid}': it does not exist", "../src/jobs.cpp:243")
+        return job
+
+    def completed(self, job: Job) -> None:
+        self.tracer.write_job(job)
+        self.to_delete.append(job.id)
 
     def notify(self, ntype: str, extra: dict[str, Any] | None = None) -> None:
         self.append("NOTIFY", jsonfmt.dumps({"type": ntype, **(extra or {})}))

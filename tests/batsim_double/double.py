@@ -42,7 +42,8 @@ class Outcome:
 
 class BatsimDouble:
     def __init__(self, platform_path: str, workload_paths: list[str] | str, *, compute_sharing: bool = False,
-                 forward_profiles: bool = False, events_path: str | None = None,
+                 forward_profiles: bool = False, dynamic_jobs: bool = False,
+                 ack_dynamic_jobs: bool = False, profile_reuse: bool = False, events_path: str | None = None,
                  export_prefix: str | None = None, master_host: str = "master_host",
                  log_stream: TextIO | None = None, log_level: int = 20) -> None:
         if isinstance(workload_paths, str):
@@ -54,7 +55,8 @@ class BatsimDouble:
         self._t_sent = 0.0
         self._t_start = time.perf_counter()
         options = Options(compute_sharing=compute_sharing, forward_profiles=forward_profiles,
-                          log_level=log_level, log_stream=log_stream)
+                          dynamic_jobs=dynamic_jobs, ack_dynamic_jobs=ack_dynamic_jobs,
+                          profile_reuse=profile_reuse, log_level=log_level, log_stream=log_stream)
         self.platform = Platform(platform_path)
         self.kernel = Kernel(self.platform.latency)
         workloads = []
@@ -78,6 +80,7 @@ class BatsimDouble:
         for wl in workloads:
             for job in wl.jobs:
                 self.ctx.jobs[job.id] = job
+                self.ctx.met.add(job.id)
         self.ctx.counters.job_submitters_expected = len(workloads)
         events = _load_events(events_path) if events_path else None
         master = self.ctx.machines.master

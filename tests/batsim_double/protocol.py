@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from procset import ProcSet
 
+from .dynamic import parse_register_job, parse_register_profile
 from .errors import BatsimAbort, BatsimRuntimeError, check
 from .jsonfmt import fmt_g
 
@@ -121,6 +122,10 @@ def _parse_event(ctx: Context, idx: int, etype: str, data: Any) -> tuple[Any, ..
         return ("SET_RESOURCE_STATE",)
     if etype == "QUERY":
         return ("QUERY",)
+    if etype == "REGISTER_JOB":
+        return parse_register_job(ctx, idx, data)
+    if etype == "REGISTER_PROFILE":
+        return parse_register_profile(ctx, idx, data)
     raise BatsimAbort(f"The test double does not support event type '{etype}' (event {idx})", P)
 
 

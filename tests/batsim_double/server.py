@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import jsonfmt
 from .actors import job_process, killer, request_reply, waiter
+from .dynamic import on_notify, on_register_job, on_register_profile
 from .errors import check
 from .export import hyphen
 
@@ -30,8 +31,8 @@ def simulation_begins(ctx: Context) -> str:
         "allow_compute_sharing": o.compute_sharing, "allow_storage_sharing": True,
         "config": {"redis-enabled": False, "redis-hostname": "127.0.0.1", "redis-port": 6379,
                    "redis-prefix": "default", "profiles-forwarded-on-submission": o.forward_profiles,
-                   "dynamic-jobs-enabled": False, "dynamic-jobs-acknowledged": False,
-                   "profile-reuse-enabled": False, "sched-config": o.sched_config,
+                   "dynamic-jobs-enabled": o.dynamic_jobs, "dynamic-jobs-acknowledged": o.ack_dynamic_jobs,
+                   "profile-reuse-enabled": o.profile_reuse, "sched-config": o.sched_config,
                    "forward-unknown-events": False},
         "compute_resources": m.resources_json(False), "storage_resources": m.resources_json(True),
         "workloads": {w.name: w.path for w in ctx.workloads},
@@ -44,6 +45,7 @@ def is_finished(ctx: Context) -> bool:
     c = ctx.counters
     return (c.job_submitters_finished == c.job_submitters_expected
             and c.event_submitters_finished == c.event_submitters_expected
+            and (not ctx.options.dynamic_jobs or ctx.registration_finished)
             and c.completed == c.submitted and c.running == 0 and c.waiters == 0 and c.killers == 0)
 
 
@@ -62,6 +64,9 @@ def server_process(ctx: Context) -> Generator[tuple[Any, ...], Any, None]:
         if ctx.sched_ready and not ctx.ack_received and k.mailbox_empty("server"):
             if ctx.events:
                 _send(ctx)
+                for jid in ctx.to_delete:  # Workloads::delete_jobs right after the message is generated
+                    ctx.jobs.pop(jid, None)
+                ctx.to_delete.clear()
             elif is_finished(ctx) and not ctx.end_sent:
                 ctx.log("server", "The simulation seems finished.")
                 ctx.append("SIMULATION_ENDS", "{}")
@@ -100,12 +105,12 @@ def on_job_submitted(ctx: Context, msg: tuple[Any, ...]) -> None:
 
 def on_job_completed(ctx: Context, msg: tuple[Any, ...]) -> None:
     c = ctx.counters
-    job = ctx.jobs[msg[1]]
+    job = ctx.job(msg[1])
     c.running -= 1
     c.completed += 1
     ctx.log("server", f"Job {job.id} has COMPLETED. {c.completed} jobs completed so far")
     ctx.append("JOB_COMPLETED", completed_json(job))
-    ctx.tracer.write_job(job)
+    ctx.completed(job)
 
 
 def completed_json(job: Any) -> str:
@@ -115,7 +120,7 @@ def completed_json(job: Any) -> str:
 
 def on_execute_job(ctx: Context, msg: tuple[Any, ...]) -> None:
     _, jid, alloc, alloc_str, mapping = msg
-    job = ctx.jobs[jid]
+    job = ctx.job(jid)
     check(job.state == "SUBMITTED", f"Cannot execute job '{jid}': its state ({job.state}) is not "
           "JOB_STATE_SUBMITTED.", S)
     machines = ctx.machines
@@ -146,19 +151,19 @@ def on_execute_job(ctx: Context, msg: tuple[Any, ...]) -> None:
 
 
 def on_reject_job(ctx: Context, msg: tuple[Any, ...]) -> None:
-    job = ctx.jobs[msg[1]]
+    job = ctx.job(msg[1])
     check(job.state == "SUBMITTED", f"Invalid rejection received: job '{job.id}' cannot be rejected at the "
           "present time. To be rejected, a job must be submitted and not allocated yet.", S)
     job.state = "REJECTED"
     ctx.counters.completed += 1
     ctx.log("server", f"Job '{job.id}' has been rejected")
-    ctx.tracer.write_job(job)
+    ctx.completed(job)
 
 
 def on_kill_job(ctx: Context, msg: tuple[Any, ...]) -> None:
     to_kill = []
     for jid in msg[1]:
-        job = ctx.jobs[jid]
+        job = ctx.job(jid)
         if job.kill_requested:
             continue
         check(job.state == "RUNNING" or job.state.startswith("COMPLETED") or job.state == "REJECTED",
@@ -175,13 +180,13 @@ def on_killing_done(ctx: Context, msg: tuple[Any, ...]) -> None:
     c = ctx.counters
     really = []
     for jid in job_ids:
-        job = ctx.jobs[jid]
+        job = ctx.job(jid)
         if job.state == "COMPLETED_KILLED" and jid in progress:
             c.running -= 1
             c.completed += 1
             really.append(jid)
             ctx.append("JOB_COMPLETED", completed_json(job))
-            ctx.tracer.write_job(job)
+            ctx.completed(job)
     ctx.log("server", f"Jobs {{{','.join(job_ids)}}} have been killed (the following ones have REALLY been "
             f"killed: {{{','.join(really)}}})")
     ctx.append("JOB_KILLED", jsonfmt.dumps({"job_ids": job_ids, "job_progress": progress}))
@@ -214,17 +219,13 @@ def on_event_occurred(ctx: Context, msg: tuple[Any, ...]) -> None:
             ctx.notify(f"event_{etype}", {"resources": str(ev.get("resources", ""))})
 
 
-def on_notify(ctx: Context, msg: tuple[Any, ...]) -> None:
-    pass
-
-
 def on_set_metadata(ctx: Context, msg: tuple[Any, ...]) -> None:
-    ctx.jobs[msg[1]].metadata = msg[2]
+    ctx.job(msg[1]).metadata = msg[2]
 
 
 def on_change_job_state(ctx: Context, msg: tuple[Any, ...]) -> None:
     _, jid, state = msg
-    job = ctx.jobs[jid]
+    job = ctx.job(jid)
     c = ctx.counters
     if job.state == "SUBMITTED" and state == "RUNNING":
         job.start = ctx.k.now
@@ -232,13 +233,13 @@ def on_change_job_state(ctx: Context, msg: tuple[Any, ...]) -> None:
     elif job.state == "SUBMITTED" and state == "REJECTED":
         c.completed += 1
         job.state = state
-        ctx.tracer.write_job(job)
+        ctx.completed(job)
     elif job.state == "RUNNING" and state.startswith("COMPLETED"):
         job.finish = ctx.k.now
         c.running -= 1
         c.completed += 1
         job.state = state
-        ctx.tracer.write_job(job)
+        ctx.completed(job)
     else:
         check(False, f"Can only change the state of a submitted or running job. State was {job.state}", S)
     job.state = state
@@ -259,6 +260,7 @@ HANDLERS = {
     "JOB_COMPLETED": on_job_completed, "EXECUTE_JOB": on_execute_job, "REJECT_JOB": on_reject_job,
     "KILL_JOB": on_kill_job, "KILLING_DONE": on_killing_done, "CALL_ME_LATER": on_call_me_later,
     "WAITING_DONE": on_waiting_done, "SCHED_READY": on_sched_ready, "EVENT_OCCURRED": on_event_occurred,
-    "NOTIFY": on_notify, "SET_JOB_METADATA": on_set_metadata, "CHANGE_JOB_STATE": on_change_job_state,
+    "NOTIFY": on_notify, "REGISTER_JOB": on_register_job, "REGISTER_PROFILE": on_register_profile,
+    "SET_JOB_METADATA": on_set_metadata, "CHANGE_JOB_STATE": on_change_job_state,
     "SET_RESOURCE_STATE": on_set_resource_state, "QUERY": on_query,
 }
