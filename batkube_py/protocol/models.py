@@ -8,6 +8,7 @@ generic NOTIFY payloads); DP→Batsim payloads forbid them because Batsim counts
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -121,17 +122,17 @@ INCOMING: dict[str, type[BaseModel]] = {
 }
 
 
-class Event(_Strict):
-    """One decoded Batsim event: `data` is the typed payload for `type`."""
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One decoded Batsim event: `data` is the validated, typed payload for `type`."""
 
-    model_config = ConfigDict(strict=True, extra="forbid", frozen=True, arbitrary_types_allowed=True)
     timestamp: float
     type: str
     data: BaseModel
 
 
-class Message(_Strict):
-    model_config = ConfigDict(strict=True, extra="forbid", frozen=True, arbitrary_types_allowed=True)
+@dataclass(frozen=True, slots=True)
+class Message:
     now: float
     events: list[Event]
 

@@ -12,7 +12,7 @@ from procset import ProcSet
 from pydantic import BaseModel
 
 from batkube_py.protocol.codec import encode_reply
-from batkube_py.protocol.models import OUTGOING, CallMeLater, ExecuteJob
+from batkube_py.protocol.models import OUTGOING, CallMeLater
 
 log = logging.getLogger(__name__)
 
@@ -42,17 +42,20 @@ class Reply:
 
     def add(self, event: BaseModel, timestamp: float | None = None) -> None:
         ts = self.now if timestamp is None else timestamp
+        self._append(ts, OUTGOING[type(event)], event.model_dump(exclude_none=True))
+
+    def _append(self, ts: float, kind: str, data: dict) -> None:
         if ts > self.now:
             raise ReplyRuleError(f"event timestamp {ts} is later than the reply's now={self.now}")
         if ts < self._last:
             raise ReplyRuleError(f"event timestamp {ts} is earlier than the previous event's {self._last}")
         self._last = ts
-        self._events.append((ts, OUTGOING[type(event)], event.model_dump(exclude_none=True)))
+        self._events.append((ts, kind, data))
 
     def execute(self, job_id: str, alloc: ProcSet, res: int) -> None:
         if len(alloc) != res or len(alloc) == 0:
             raise ReplyRuleError(f"job {job_id!r} needs {res} resource(s) but the allocation is {alloc}")
-        self.add(ExecuteJob(job_id=job_id, alloc=str(alloc)))
+        self._append(self.now, "EXECUTE_JOB", {"job_id": job_id, "alloc": str(alloc)})
 
     def call_me_later(self, when: float) -> bool:
         """Ask for a wake-up strictly after Batsim's clock, since Batsim aborts on any other.

@@ -109,7 +109,8 @@ class Profile:
         want = num_feasible_nodes_to_find(n, self.percentage_of_nodes_to_score) if self.scorers else 1
         # Upstream filters from nextStartNodeIndex, in parallel, and stops after `want` feasible nodes;
         # the nodes it processed move the start index on, so every node gets its turn across pods.
-        idx = nodes.all if self.next_start == 0 else np.roll(nodes.all, -self.next_start)
+        s = self.next_start
+        idx = nodes.all if s == 0 else np.concatenate((nodes.all[s:], nodes.all[:s]))
         reasons: dict[str, int] = {}
         rejected: set[str] = set()
         for plugin in self.filters:
@@ -133,7 +134,8 @@ class Profile:
         return idx, reasons, frozenset(rejected), processed
 
     def _recount(self, state: CycleState, pod: PodInfo, nodes: NodeTable, processed: int):
-        idx = np.roll(nodes.all, -self.next_start)[:processed]
+        s = self.next_start
+        idx = np.concatenate((nodes.all[s:], nodes.all[:s]))[:processed]
         reasons: dict[str, int] = {}
         rejected: set[str] = set()
         for plugin in self.filters:

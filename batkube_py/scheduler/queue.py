@@ -259,11 +259,11 @@ class SchedulingQueue:
             changed = np.fromiter(sorted(set().union(*events.values())), dtype=np.int64)
             can_fit = self._fits_any(c, nodes, changed)
             doomed = retry & resource_only & ~can_fit & ~timed_out
-            timed_doomed = retry & resource_only & timed_out & ~self._fits_any(c, nodes, nodes.all)
-            doomed |= timed_doomed
+            if timed_out.any():  # a timed-out pod is retried whatever changed: check it on every node
+                doomed |= self._doomed_everywhere(c, nodes, retry & resource_only & timed_out)
         elif not events:  # only the timeout flush: state unchanged, resource-only pods still fit nowhere
             resource_only = (c["bits"] & ~self._fast) == 0
-            doomed = retry & resource_only & ~self._fits_any(c, nodes, nodes.all)
+            doomed = self._doomed_everywhere(c, nodes, retry & resource_only)
         for i in np.flatnonzero(backing_off):
             pod = self._parked.take(int(i))
             heapq.heappush(self._backoff, (pod.backoff_until, pod.seq, pod))
@@ -279,6 +279,13 @@ class SchedulingQueue:
                 cfg.pod_initial_backoff * 2.0 ** (att - 1), cfg.pod_max_backoff
             )
             c["ts"][doomed] = now
+
+    def _doomed_everywhere(self, c: dict[str, np.ndarray], nodes: NodeTable, rows: np.ndarray) -> np.ndarray:
+        out = np.zeros(rows.size, dtype=bool)
+        sel = np.flatnonzero(rows)
+        if sel.size:
+            out[sel] = ~self._fits_any({k: c[k][sel] for k in ("cpu", "mem")}, nodes, nodes.all)
+        return out
 
     @staticmethod
     def _fits_any(c: dict[str, np.ndarray], nodes: NodeTable, changed: np.ndarray) -> np.ndarray:
