@@ -27,6 +27,7 @@ from batkube_py.endpoint import Endpoint, PeerGone
 from batkube_py.outputs import RunOutputs
 from batkube_py.protocol.codec import ProtocolError
 from batkube_py.protocol.reply import ReplyRuleError
+from batkube_py.scheduler.record import DecisionRecorder
 
 log = logging.getLogger(__name__)
 
@@ -50,10 +51,16 @@ class RunConfig:
     batsim: str | None = None
     batsim_args: Sequence[str] = field(default_factory=tuple)
     progress: bool = True
+    record_decisions: bool = False
 
 
-def embedded_factory(seed: int) -> BackendFactory:
-    return lambda nodes: EmbeddedCluster(nodes, seed=seed)
+def embedded_factory(seed: int, record: Path | None = None) -> BackendFactory:
+    """The default backend; `record` streams every scheduling decision to that JSON-lines file."""
+
+    def make(nodes):
+        return EmbeddedCluster(nodes, seed=seed, recorder=DecisionRecorder(record) if record else None)
+
+    return make
 
 
 def find_batsim(batsim: str | None) -> str:
@@ -128,7 +135,8 @@ def run(cfg: RunConfig, backend_factory: BackendFactory | None = None) -> dict[s
     cfg.out.mkdir(parents=True, exist_ok=True)
     handler = setup_logging(cfg.out)
     outputs = RunOutputs(cfg.out)
-    process = DecisionProcess(backend_factory or embedded_factory(cfg.seed), outputs)
+    record = cfg.out / "decisions.jsonl" if cfg.record_decisions else None
+    process = DecisionProcess(backend_factory or embedded_factory(cfg.seed, record), outputs)
     endpoint = Endpoint("tcp://127.0.0.1:*")
     cmd = [
         batsim, "-p", str(cfg.platform.resolve()), "-w", str(cfg.workload.resolve()),
@@ -167,6 +175,8 @@ def run(cfg: RunConfig, backend_factory: BackendFactory | None = None) -> dict[s
             _stop(proc)
             endpoint.close()
             outputs.close()
+            if process.backend is not None:
+                process.backend.close()
     if error is None and process.fatal is not None:
         error = process.fatal
     summary = process.summary()
@@ -207,6 +217,8 @@ def serve(
         endpoint.close()
         if outputs is not None:
             outputs.close()
+        if process.backend is not None:
+            process.backend.close()
     summary = process.summary()
     summary.update(
         error=error or process.fatal, wall_seconds=round(time.perf_counter() - start, 3), seed=seed

@@ -115,3 +115,26 @@ def test_unschedulable_leftovers_are_flushed_on_the_30s_tick_after_5_minutes():
     assert c.next_wakeup() == 330.0  # parked at t=1: more than 300 s old at the tick of t=330
     assert c.schedule(330.0) == []  # retried (without a cycle): its timestamp is now 330
     assert c.next_wakeup() == 660.0
+
+
+def test_decisions_are_recorded_with_reasons_and_scores(tmp_path):
+    import json
+
+    from batkube_py.scheduler.record import DecisionRecorder
+
+    rec = DecisionRecorder(tmp_path / "decisions.jsonl")
+    c = EmbeddedCluster(nodes({"cpu": "2"}, {"cpu": "4"}, {"cpu": "1"}), seed=0, recorder=rec)
+    c.add_pod(pod("a", "2"), "a", 0.0)
+    c.add_pod(pod("b", "3"), "b", 0.0)
+    c.add_pod(pod("c", "8"), "c", 0.0)
+    c.schedule(0.0)
+    c.close()
+    lines = [json.loads(x) for x in (tmp_path / "decisions.jsonl").read_text().splitlines()]
+    assert [(x["pod"], x["result"]) for x in lines] == [("a", "bound"), ("b", "unschedulable"), ("c", "unschedulable")]
+    a = lines[0]
+    assert a["feasible"] == 2 and a["reasons"] == {"Insufficient cpu": 1}
+    # n1 (4 cpu): LeastAllocated (4000-2000)*100/4000=50 → /1 resource... memory unmodelled: 50
+    assert a["node"] == "n1" and a["top"][0]["node"] == "n1"
+    fit = a["top"][0]["plugins"]["NodeResourcesFit"]
+    assert fit == {"raw": 50, "normalized": 50, "weight": 1}
+    assert lines[1]["reasons"] == {"Insufficient cpu": 3} and lines[1]["rejected_by"] == ["NodeResourcesFit"]

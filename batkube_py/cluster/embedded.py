@@ -6,11 +6,12 @@ import numpy as np
 from kubernetes import client
 
 from batkube_py.cluster.base import Binding, Unschedulable
-from batkube_py.scheduler.framework import NODE_UPDATE, POD_ADD, POD_DELETE, Decision, Profile
+from batkube_py.scheduler.framework import NODE_UPDATE, POD_ADD, POD_DELETE, Profile
 from batkube_py.scheduler.plugins import BalancedAllocation, NodeResourcesFit, NodeUnschedulable
 from batkube_py.scheduler.plugins.noderesources import fits
 from batkube_py.scheduler.podinfo import PodInfo, pod_info
 from batkube_py.scheduler.queue import QueueConfig, SchedulingQueue
+from batkube_py.scheduler.record import DecisionRecorder
 from batkube_py.scheduler.snapshot import NodeTable
 from batkube_py.translate import DEFAULT_SCHEDULER
 
@@ -32,6 +33,7 @@ class EmbeddedCluster:
         seed: int = 0,
         profiles: list[Profile] | None = None,
         queue_config: QueueConfig | None = None,
+        recorder: DecisionRecorder | None = None,
     ):
         self.nodes = NodeTable(nodes)
         self.profiles = {p.scheduler_name: p for p in (profiles or [default_profile(seed)])}
@@ -43,8 +45,7 @@ class EmbeddedCluster:
         self.queue = SchedulingQueue(queue_config or QueueConfig(), registrations)
         self.pods: dict[str, PodInfo] = {}
         self._running = 0
-        self.decisions: list[Decision] = []
-        self.record_decisions = False
+        self.recorder = recorder
 
     def serves(self, scheduler_name: str) -> bool:
         return scheduler_name in self.profiles
@@ -85,9 +86,11 @@ class EmbeddedCluster:
     def schedule(self, now: float) -> list[Binding]:
         bindings = []
         while (pod := self.queue.pop(now, self.nodes)) is not None:
-            decision = self.profiles[pod.scheduler_name].schedule_one(pod, self.nodes, self.record_decisions)
-            if self.record_decisions:
-                self.decisions.append(decision)
+            decision = self.profiles[pod.scheduler_name].schedule_one(
+                pod, self.nodes, self.recorder is not None
+            )
+            if self.recorder is not None:
+                self.recorder.write(decision, self.nodes, now, pod.scheduler_name)
             if decision.node is None:
                 pod.rejected_by = decision.rejected_by
                 self.queue.failed(pod, now)
@@ -128,4 +131,5 @@ class EmbeddedCluster:
         return self.nodes.over_allocated()
 
     def close(self) -> None:
-        pass
+        if self.recorder is not None:
+            self.recorder.close()

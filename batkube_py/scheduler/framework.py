@@ -72,7 +72,8 @@ class Decision:
     rejected_by: frozenset[str] = frozenset()  # plugins that rejected some node (UnschedulablePlugins)
     evaluated: int = 0
     top_scores: list[tuple[int, int]] = field(default_factory=list)  # (node index, total score)
-    plugin_scores: dict[str, list[int]] = field(default_factory=dict)  # plugin → weighted score of the top
+    # plugin → {"raw": [...], "normalized": [...], "weight": w} over the top nodes
+    plugin_scores: dict[str, list[dict[str, int]]] = field(default_factory=dict)
 
 
 def num_feasible_nodes_to_find(n: int, percentage: int) -> int:
@@ -179,10 +180,11 @@ class Profile:
         for plugin, _ in self.scorers:
             plugin.pre_score(state, pod, nodes, idx)
         for plugin, weight in self.scorers:
-            weighted = plugin.normalize(state, plugin.score(state, pod, nodes, idx)) * weight
-            total += weighted
+            raw = plugin.score(state, pod, nodes, idx)
+            normalized = plugin.normalize(state, raw.copy() if explain else raw)
+            total += normalized * weight
             if explain:
-                per_plugin[plugin.name] = weighted
+                per_plugin[plugin.name] = (raw, normalized, weight)
         best = total.max()
         ties = np.flatnonzero(total == best)
         pick = ties[0] if ties.size == 1 else ties[self.rng.integers(ties.size)]
@@ -190,5 +192,8 @@ class Profile:
         if explain:
             top = np.argsort(-total, kind="stable")[:3]
             decision.top_scores = [(int(idx[t]), int(total[t])) for t in top]
-            decision.plugin_scores = {k: [int(v[t]) for t in top] for k, v in per_plugin.items()}
+            decision.plugin_scores = {
+                name: [{"raw": int(r[t]), "normalized": int(n[t]), "weight": w} for t in top]
+                for name, (r, n, w) in per_plugin.items()
+            }
         return decision
