@@ -8,6 +8,7 @@ is left, so Batsim ends normally, writes its outputs, and the run exits non-zero
 
 from __future__ import annotations
 
+import heapq
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -16,13 +17,14 @@ from kubernetes import client
 from procset import ProcSet
 
 from batkube_py import translate
-from batkube_py.cluster.base import Backend
+from batkube_py.cluster.base import Backend, BackendError
 from batkube_py.outputs import PodRecord, RunOutputs
 from batkube_py.protocol import models as m
 from batkube_py.protocol.codec import decode_message
 from batkube_py.protocol.reply import Reply
 from batkube_py.quantities import milli_cpu
 from batkube_py.scheduler.snapshot import InvariantViolation
+from batkube_py.startup import StartupLatency
 
 log = logging.getLogger(__name__)
 
@@ -31,8 +33,17 @@ _FINAL = {"COMPLETED_SUCCESSFULLY": "Succeeded", "COMPLETED_KILLED": "Killed"}
 
 
 class DecisionProcess:
-    def __init__(self, backend_factory: BackendFactory, outputs: RunOutputs | None = None):
+    def __init__(
+        self,
+        backend_factory: BackendFactory,
+        outputs: RunOutputs | None = None,
+        startup: StartupLatency | None = None,
+    ):
         self._factory = backend_factory
+        self.startup = startup
+        self._starting: list[
+            tuple[float, int, str]
+        ] = []  # (start time, order, job id) under the latency model
         self.outputs = outputs
         self.backend: Backend | None = None
         self.now = 0.0
@@ -72,9 +83,12 @@ class DecisionProcess:
             self._decide(reply)
         if self.fatal is not None:
             self._drain(reply)
-        wake = self.backend.next_wakeup()
-        if wake is not None and self.fatal is None:
-            reply.call_me_later(wake)
+        if self.fatal is None:
+            self._start_due(reply)
+        wakes = [self.backend.next_wakeup(), self._starting[0][0] if self._starting else None]
+        wakes = [w for w in wakes if w is not None]
+        if wakes and self.fatal is None:
+            reply.call_me_later(min(wakes))
         return reply
 
     # ---- Batsim events --------------------------------------------------------------------------
@@ -189,13 +203,21 @@ class DecisionProcess:
             self.over_allocations += 1
             self._fail(f"invariant violated, the scheduler over-allocated a node: {exc}")
             return
+        except BackendError as exc:
+            self._fail(f"cluster backend stopped: {exc}")
+            return
         for b in bindings:
             record = self.records[self._job_of_pod[b.pod]]
             record.node = b.node
             record.resource_id = translate.resource_id(self._nodes[b.node])
             record.bind_time = self.now
-            record.state = "Running"
-            reply.execute(record.job_id, translate.alloc_for(self._nodes[b.node]), 1)
+            if self.startup is None:
+                self._execute(record, reply)
+            else:  # the node is held from the binding on; the container starts after the latency
+                record.state = "Starting"
+                heapq.heappush(
+                    self._starting, (self.now + self.startup.sample(), len(self._starting), record.job_id)
+                )
         if self.no_more_jobs and (not self._unavailable or self.no_more_external_events):
             for gone in self.backend.give_up_pending(self.now):
                 job_id = self._job_of_pod[gone.pod]
@@ -203,6 +225,17 @@ class DecisionProcess:
                     job_id, "requests", "-", f"a pod that fits the cluster ({gone.reason})"
                 )
                 self._reject(self.records[job_id], reply, why)
+
+    def _execute(self, record: PodRecord, reply: Reply) -> None:
+        record.start_time = self.now
+        record.state = "Running"
+        reply.execute(record.job_id, translate.alloc_for(self._nodes[record.node]), 1)
+
+    def _start_due(self, reply: Reply) -> None:
+        while self._starting and self._starting[0][0] <= self.now:
+            record = self.records[heapq.heappop(self._starting)[2]]
+            if record.state == "Starting":
+                self._execute(record, reply)
 
     def _drain(self, reply: Reply) -> None:
         """After a fatal error: kill what runs, reject what waits, so Batsim can end and write outputs."""
@@ -213,6 +246,9 @@ class DecisionProcess:
             self._killing.update(kill)
             reply.add(m.KillJob(job_ids=kill))
         for record in list(self.records.values()):
+            if record.state == "Starting" and self.backend is not None:
+                self.backend.delete_pod(record.pod, self.now)
+                record.state = "Pending"
             if record.state == "Pending":
                 self._reject(
                     record,
@@ -233,7 +269,7 @@ class DecisionProcess:
 
     def _finish(self, job_id: str, state: str, ts: float, batsim_state: str) -> None:
         record = self.records.get(job_id)
-        if record is None or record.state not in ("Running", "Pending"):
+        if record is None or record.state not in ("Running", "Pending", "Starting"):
             log.debug("ignoring completion of %s (%s)", job_id, "unknown" if record is None else record.state)
             return
         if self.backend is not None and record.pod in self._job_of_pod:
@@ -251,7 +287,7 @@ class DecisionProcess:
     def _flush_unfinished(self) -> None:
         if self.outputs is not None:
             for record in self.records.values():
-                if record.state in ("Pending", "Running"):
+                if record.state in ("Pending", "Starting", "Running"):
                     self.outputs.pod(record)
 
     def _fail(self, reason: str) -> None:
@@ -263,9 +299,9 @@ class DecisionProcess:
 
     def summary(self) -> dict[str, Any]:
         recs = list(self.records.values())
-        bound = [r for r in recs if r.bind_time != ""]
+        bound = [r for r in recs if r.start_time != ""]
         finished = [float(r.finish_time) for r in recs if r.finish_time != ""]
-        waits = [float(r.bind_time) - float(r.submit_time) for r in bound]
+        waits = [float(r.start_time) - float(r.submit_time) for r in bound]
         count = {s: sum(r.state == s for r in recs) for s in ("Succeeded", "Failed", "Killed", "Rejected")}
         return {
             "makespan": max(finished, default=0.0),

@@ -28,6 +28,7 @@ class PodRecord:
     scheduler: str = ""
     submit_time: float | str = ""
     bind_time: float | str = ""
+    start_time: float | str = ""
     finish_time: float | str = ""
     state: str = "Pending"
     reason: str = ""

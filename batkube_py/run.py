@@ -28,6 +28,7 @@ from batkube_py.outputs import RunOutputs
 from batkube_py.protocol.codec import ProtocolError
 from batkube_py.protocol.reply import ReplyRuleError
 from batkube_py.scheduler.record import DecisionRecorder
+from batkube_py.startup import LatencySpecError, StartupLatency, parse_latency
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +53,7 @@ class RunConfig:
     batsim_args: Sequence[str] = field(default_factory=tuple)
     progress: bool = True
     record_decisions: bool = False
+    startup_latency: str | None = None
 
 
 def embedded_factory(seed: int, record: Path | None = None) -> BackendFactory:
@@ -61,6 +63,13 @@ def embedded_factory(seed: int, record: Path | None = None) -> BackendFactory:
         return EmbeddedCluster(nodes, seed=seed, recorder=DecisionRecorder(record) if record else None)
 
     return make
+
+
+def _latency(spec: str | None, seed: int) -> StartupLatency | None:
+    try:
+        return parse_latency(spec, seed)
+    except LatencySpecError as exc:
+        raise RunError(str(exc)) from None
 
 
 def find_batsim(batsim: str | None) -> str:
@@ -131,12 +140,13 @@ def run(cfg: RunConfig, backend_factory: BackendFactory | None = None) -> dict[s
         if not path.is_file():
             raise RunError(f"{what} file {path} does not exist")
     total = count_jobs(cfg.workload)
+    startup = _latency(cfg.startup_latency, cfg.seed)
     batsim = find_batsim(cfg.batsim)
     cfg.out.mkdir(parents=True, exist_ok=True)
     handler = setup_logging(cfg.out)
     outputs = RunOutputs(cfg.out)
     record = cfg.out / "decisions.jsonl" if cfg.record_decisions else None
-    process = DecisionProcess(backend_factory or embedded_factory(cfg.seed, record), outputs)
+    process = DecisionProcess(backend_factory or embedded_factory(cfg.seed, record), outputs, startup)
     endpoint = Endpoint("tcp://127.0.0.1:*")
     cmd = [
         batsim, "-p", str(cfg.platform.resolve()), "-w", str(cfg.workload.resolve()),
@@ -200,11 +210,14 @@ def run(cfg: RunConfig, backend_factory: BackendFactory | None = None) -> dict[s
 
 def serve(
     endpoint_address: str, out: Path | None, seed: int, idle_timeout: float | None,
-    backend_factory: BackendFactory | None = None,
+    backend_factory: BackendFactory | None = None, *, record_decisions: bool = False,
+    startup_latency: str | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     """The adapter alone, for users who launch Batsim themselves."""
+    startup = _latency(startup_latency, seed)
     outputs = RunOutputs(out) if out is not None else None
-    process = DecisionProcess(backend_factory or embedded_factory(seed), outputs)
+    record = out / "decisions.jsonl" if out is not None and record_decisions else None
+    process = DecisionProcess(backend_factory or embedded_factory(seed, record), outputs, startup)
     endpoint = Endpoint(endpoint_address)
     print(f"batkube-py listening on {endpoint.address}", file=sys.stderr, flush=True)
     start = time.perf_counter()

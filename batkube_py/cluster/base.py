@@ -8,6 +8,10 @@ from typing import Protocol
 from kubernetes import client
 
 
+class BackendError(RuntimeError):
+    """The backend cannot go on (API unreachable, scheduler dead); the decision process drains the run."""
+
+
 @dataclass(frozen=True)
 class Binding:
     pod: str
