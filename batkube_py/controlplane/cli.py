@@ -1,0 +1,178 @@
+"""`batkube controlplane up|down|status|build` and the `--backend apiserver` options of run/serve."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from batkube_py.controlplane import build
+from batkube_py.controlplane.manager import ControlPlane, ControlPlaneError, dumps_status
+from batkube_py.controlplane.session import ApiServerConfig
+from batkube_py.sync import SyncOptions
+
+_dir = click.option(
+    "--dir",
+    "directory",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="State directory (default: $BATKUBE_CACHE/controlplane/default).",
+)
+
+
+@click.group("controlplane")
+def controlplane() -> None:
+    """A loopback etcd + kube-apiserver + kube-scheduler for `--backend apiserver`."""
+
+
+@controlplane.command("build")
+def build_cmd() -> None:
+    """Build the pinned etcd / kube-apiserver / kube-scheduler from the Go module proxy (cached)."""
+    t0 = time.monotonic()
+    try:
+        bins = build.build()
+    except build.BuildError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"{bins.kube_apiserver.parent} ready in {time.monotonic() - t0:.0f} s")
+
+
+@controlplane.command("up")
+@_dir
+@click.option(
+    "--scheduler-config",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Your KubeSchedulerConfiguration (profiles, plugins, backoff).",
+)
+def up_cmd(directory: Path | None, scheduler_config: Path | None) -> None:
+    """Start the control plane and write a kubeconfig."""
+    cp = ControlPlane(directory)
+    try:
+        st = cp.up(scheduler_config)
+    except ControlPlaneError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"control plane up: {st.server}\nkubeconfig: {st.kubeconfig}\nmetrics: {st.scheduler_metrics}")
+
+
+@controlplane.command("down")
+@_dir
+def down_cmd(directory: Path | None) -> None:
+    """Stop what `up` started (and only that)."""
+    ControlPlane(directory).down()
+    click.echo("control plane stopped")
+
+
+@controlplane.command("status")
+@_dir
+def status_cmd(directory: Path | None) -> None:
+    """Which of etcd / kube-apiserver / kube-scheduler run, and where."""
+    cp = ControlPlane(directory)
+    click.echo(dumps_status(cp))
+    if not all(cp.running().values()):
+        sys.exit(1)
+
+
+def backend_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """Options shared by `run` and `serve` for choosing and synchronising the backend."""
+    opts = [
+        click.option(
+            "--backend",
+            type=click.Choice(["embedded", "apiserver"]),
+            default="embedded",
+            show_default=True,
+            help="The in-process twin, or a real kube-apiserver + scheduler.",
+        ),
+        click.option(
+            "--kubeconfig",
+            type=click.Path(exists=True, dir_okay=False, path_type=Path),
+            default=None,
+            help="apiserver: an existing cluster (default: `controlplane up`'s, else a private one).",
+        ),
+        click.option(
+            "--scheduler-config",
+            type=click.Path(exists=True, dir_okay=False, path_type=Path),
+            default=None,
+            help="apiserver: KubeSchedulerConfiguration for a control plane we start.",
+        ),
+        click.option(
+            "--scheduler-name",
+            "scheduler_names",
+            multiple=True,
+            help="apiserver: a schedulerName some scheduler serves (repeatable; default: the profiles).",
+        ),
+        click.option("--scheduler-metrics", default=None, help="apiserver: kube-scheduler /metrics URL."),
+        click.option(
+            "--sync",
+            "sync_policy",
+            type=click.Choice(["settle", "timeout"]),
+            default="settle",
+            show_default=True,
+            help="apiserver: wait until the scheduler is done, or Batkube's timeouts.",
+        ),
+        click.option(
+            "--timeout-value", type=float, default=0.020, show_default=True, help="timeout: s per step."
+        ),
+        click.option(
+            "--min-delay", type=float, default=0.0, show_default=True, help="timeout: min s per step."
+        ),
+        click.option("--base-simulation-timestep", type=float, default=0.1, show_default=True),
+        click.option("--max-simulation-timestep", type=float, default=20.0, show_default=True),
+        click.option("--backoff-multiplier", type=float, default=2.0, show_default=True),
+        click.option("--fast-forward-on-no-pending-jobs", is_flag=True, default=False),
+        click.option("--detect-scheduler-deadlock", is_flag=True, default=False),
+        click.option(
+            "--scheduler-crash-timeout",
+            type=float,
+            default=30.0,
+            show_default=True,
+            help="s without a sign of life from the scheduler before the run stops.",
+        ),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
+def apiserver_config(kw: dict[str, Any]) -> ApiServerConfig | None:
+    """Pops the backend options from a command's kwargs; None for the embedded backend."""
+    keys = (
+        "backend",
+        "kubeconfig",
+        "scheduler_config",
+        "scheduler_names",
+        "scheduler_metrics",
+        "sync_policy",
+        "timeout_value",
+        "min_delay",
+        "base_simulation_timestep",
+        "max_simulation_timestep",
+        "backoff_multiplier",
+        "fast_forward_on_no_pending_jobs",
+        "detect_scheduler_deadlock",
+        "scheduler_crash_timeout",
+    )
+    o = {k: kw.pop(k) for k in keys}
+    if o["backend"] == "embedded":
+        return None
+    sync = SyncOptions(
+        policy=o["sync_policy"],
+        metrics_url=o["scheduler_metrics"],
+        crash_timeout=o["scheduler_crash_timeout"],
+        timeout=o["timeout_value"],
+        min_delay=o["min_delay"],
+        base_step=o["base_simulation_timestep"],
+        max_step=o["max_simulation_timestep"],
+        multiplier=o["backoff_multiplier"],
+        fast_forward=o["fast_forward_on_no_pending_jobs"],
+        detect_crash=o["detect_scheduler_deadlock"],
+    )
+    return ApiServerConfig(
+        kubeconfig=o["kubeconfig"],
+        scheduler_config=o["scheduler_config"],
+        scheduler_names=list(o["scheduler_names"]),
+        sync=sync,
+    )

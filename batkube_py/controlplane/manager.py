@@ -1,0 +1,277 @@
+"""etcd + kube-apiserver + kube-scheduler on loopback, as detached processes with a state file.
+
+No controller-manager and no kubelet: the adapter creates the nodes and plays the kubelet's part
+(finishing and deleting pods), so nothing else writes to the cluster. Every listener is 127.0.0.1.
+The state file lets `batkube controlplane down` in another shell stop exactly the processes `up` started
+(checked by pid *and* command line, so a recycled pid is never signalled).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel
+
+from batkube_py.controlplane import build, pki
+
+DEFAULT_SCHEDULER_CONFIG = {
+    "apiVersion": "kubescheduler.config.k8s.io/v1",
+    "kind": "KubeSchedulerConfiguration",
+    # Backoff runs on the wall clock; 1 s (the minimum the API accepts) keeps a step's wait short.
+    "podInitialBackoffSeconds": 1,
+    "podMaxBackoffSeconds": 1,
+}
+_ORDER = ("kube-scheduler", "kube-apiserver", "etcd")
+
+
+class ControlPlaneError(RuntimeError):
+    pass
+
+
+class State(BaseModel):
+    dir: Path
+    kubeconfig: Path
+    server: str
+    etcd_port: int
+    apiserver_port: int
+    scheduler_port: int
+    pids: dict[str, int] = {}
+    versions: dict[str, str] = {}
+
+    @property
+    def scheduler_metrics(self) -> str:
+        return f"https://127.0.0.1:{self.scheduler_port}/metrics"
+
+
+def default_dir() -> Path:
+    return build.cache_dir() / "controlplane" / "default"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _get(url: str, timeout: float = 2.0, ca: Path | None = None, token: str | None = None) -> tuple[int, str]:
+    ctx = ssl.create_default_context(cafile=str(ca)) if ca else ssl._create_unverified_context()
+    req = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout, context=ctx) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode(errors="replace")
+    except (OSError, ssl.SSLError) as exc:
+        return 0, str(exc)
+
+
+def _alive(pid: int, marker: str) -> bool:
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return False
+    return marker in cmdline and Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+
+
+class ControlPlane:
+    def __init__(self, directory: Path | None = None):
+        self.dir = (directory or default_dir()).resolve()
+        self.state_file = self.dir / "state.json"
+
+    # ---- state ----------------------------------------------------------------------------------
+
+    def state(self) -> State | None:
+        try:
+            return State.model_validate_json(self.state_file.read_text())
+        except (OSError, ValueError):
+            return None
+
+    def _save(self, st: State) -> None:
+        self.state_file.write_text(st.model_dump_json(indent=1))
+
+    def running(self) -> dict[str, bool]:
+        st = self.state()
+        return {n: bool(st and n in st.pids and _alive(st.pids[n], str(self.dir))) for n in _ORDER}
+
+    # ---- lifecycle ------------------------------------------------------------------------------
+
+    def up(self, scheduler_config: Path | None = None, timeout: float = 60.0) -> State:
+        bins = build.find_binaries()
+        if bins is None:
+            raise ControlPlaneError(
+                "etcd/kube-apiserver/kube-scheduler not found: run `batkube controlplane build` (builds the "
+                "pinned releases from the Go module proxy, ~10 min once) or put them on PATH"
+            )
+        if any(self.running().values()):
+            raise ControlPlaneError(
+                f"a control plane already runs in {self.dir}; `batkube controlplane down`"
+            )
+        self.dir.mkdir(parents=True, exist_ok=True)
+        token = pki.make_pki(self.dir / "pki")
+        shutil.rmtree(self.dir / "etcd-data", ignore_errors=True)
+        st = State(
+            dir=self.dir,
+            kubeconfig=self.dir / "kubeconfig",
+            server="",
+            etcd_port=_free_port(),
+            apiserver_port=_free_port(),
+            scheduler_port=_free_port(),
+        )
+        st.server = f"https://127.0.0.1:{st.apiserver_port}"
+        st.kubeconfig.write_text(pki.kubeconfig(st.server, self.dir / "pki" / "ca.crt", token))
+        st.versions = {"kubernetes": build.KUBE_VERSION, "etcd": build.ETCD_VERSION}
+        self.write_scheduler_config(st, scheduler_config)
+        self._save(st)
+        try:
+            self._start(st, "etcd", [str(bins.etcd), *self._etcd_args(st)])
+            self._wait(f"http://127.0.0.1:{st.etcd_port}/health", timeout, "etcd")
+            self.start_apiserver(st, timeout)
+            self.start_scheduler(st, timeout)
+        except Exception:
+            self.down()
+            raise
+        return st
+
+    def _etcd_args(self, st: State) -> list[str]:
+        url, peer = f"http://127.0.0.1:{st.etcd_port}", f"http://127.0.0.1:{_free_port()}"
+        return [
+            f"--data-dir={self.dir / 'etcd-data'}",
+            f"--listen-client-urls={url}",
+            f"--advertise-client-urls={url}",
+            f"--listen-peer-urls={peer}",
+            f"--initial-advertise-peer-urls={peer}",
+            f"--initial-cluster=default={peer}",
+            "--unsafe-no-fsync",
+            "--log-level=warn",
+        ]
+
+    def start_apiserver(self, st: State, timeout: float = 60.0) -> None:
+        p = self.dir / "pki"
+        args = [
+            f"--etcd-servers=http://127.0.0.1:{st.etcd_port}",
+            "--bind-address=127.0.0.1",
+            "--advertise-address=127.0.0.1",
+            f"--secure-port={st.apiserver_port}",
+            f"--tls-cert-file={p / 'apiserver.crt'}",
+            f"--tls-private-key-file={p / 'apiserver.key'}",
+            f"--token-auth-file={p / 'tokens.csv'}",
+            "--authorization-mode=RBAC",
+            f"--service-account-key-file={p / 'sa.pub'}",
+            f"--service-account-signing-key-file={p / 'sa.key'}",
+            "--service-account-issuer=https://kubernetes.default.svc",
+            "--service-cluster-ip-range=10.0.0.0/24",
+            "--endpoint-reconciler-type=none",
+            "--profiling=false",
+            f"--cert-dir={self.dir / 'certs'}",
+        ]
+        bins = build.find_binaries()
+        assert bins is not None
+        self._start(st, "kube-apiserver", [str(bins.kube_apiserver), *args])
+        token = st.kubeconfig.read_text().split("token: ", 1)[1].split()[0]
+        self._wait(f"{st.server}/readyz", timeout, "kube-apiserver", ca=p / "ca.crt", token=token)
+
+    def start_scheduler(self, st: State, timeout: float = 60.0) -> None:
+        args = [
+            f"--config={self.dir / 'scheduler-config.yaml'}",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={st.scheduler_port}",
+            f"--authentication-kubeconfig={st.kubeconfig}",
+            f"--authorization-kubeconfig={st.kubeconfig}",
+            "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
+        ]
+        bins = build.find_binaries()
+        assert bins is not None
+        self._start(st, "kube-scheduler", [str(bins.kube_scheduler), *args])
+        self._wait(f"https://127.0.0.1:{st.scheduler_port}/healthz", timeout, "kube-scheduler")
+
+    def write_scheduler_config(self, st: State, user_config: Path | None) -> None:
+        """The user's KubeSchedulerConfiguration, pointed at this cluster and without leader election."""
+        doc = dict(DEFAULT_SCHEDULER_CONFIG)
+        if user_config is not None:
+            try:
+                doc = yaml.safe_load(user_config.read_text())
+            except (OSError, yaml.YAMLError) as exc:
+                raise ControlPlaneError(f"cannot read --scheduler-config {user_config}: {exc}") from None
+            if not isinstance(doc, dict) or doc.get("kind") != "KubeSchedulerConfiguration":
+                raise ControlPlaneError(f"{user_config} is not a KubeSchedulerConfiguration document")
+        doc.setdefault("clientConnection", {})["kubeconfig"] = str(st.kubeconfig)
+        doc.setdefault("leaderElection", {})["leaderElect"] = False
+        (self.dir / "scheduler-config.yaml").write_text(yaml.safe_dump(doc))
+
+    def _start(self, st: State, name: str, cmd: list[str]) -> None:
+        with open(self.dir / f"{name}.log", "ab") as log:
+            proc = subprocess.Popen(
+                cmd,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                cwd=self.dir,
+            )
+        st.pids[name] = proc.pid
+        self._save(st)
+
+    def _wait(self, url: str, timeout: float, name: str, **kw) -> None:
+        st = self.state()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            code, body = _get(url, **kw)
+            if code == 200:
+                return
+            if st and not _alive(st.pids.get(name, -1), str(self.dir)):
+                tail = (self.dir / f"{name}.log").read_text(errors="replace")[-1500:]
+                raise ControlPlaneError(
+                    f"{name} exited during start-up; end of {self.dir}/{name}.log:\n{tail}"
+                )
+            time.sleep(0.1)
+        raise ControlPlaneError(f"{name} not ready after {timeout:.0f} s ({url}: {code} {body[:200]})")
+
+    def stop(self, name: str, timeout: float = 10.0) -> None:
+        st = self.state()
+        if st is None or name not in st.pids:
+            return
+        pid = st.pids[name]
+        if _alive(pid, str(self.dir)):
+            os.kill(pid, signal.SIGTERM)
+            deadline = time.monotonic() + timeout
+            while _alive(pid, str(self.dir)) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if _alive(pid, str(self.dir)):
+                os.kill(pid, signal.SIGKILL)
+        try:  # reap if we are the parent
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
+        del st.pids[name]
+        self._save(st)
+
+    def down(self) -> None:
+        for name in _ORDER:
+            self.stop(name)
+        shutil.rmtree(self.dir / "etcd-data", ignore_errors=True)
+
+    def status(self) -> dict:
+        st = self.state()
+        out: dict = {"dir": str(self.dir), "running": self.running()}
+        if st is not None:
+            out.update(
+                kubeconfig=str(st.kubeconfig),
+                server=st.server,
+                scheduler_metrics=st.scheduler_metrics,
+                versions=st.versions,
+            )
+        return out
+
+
+def dumps_status(cp: ControlPlane) -> str:
+    return json.dumps(cp.status(), indent=1)

@@ -1,0 +1,84 @@
+"""Shared helpers for the real-backend tests: binaries, a control plane, running the CLI.
+
+The tests need etcd / kube-apiserver / kube-scheduler (built by .ci/controlplane.sh). They are skipped
+only when BATKUBE_NO_CONTROLPLANE=1 says so explicitly; missing binaries otherwise fail the test with
+the command that fixes it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from batkube_py.cli import main
+from batkube_py.controlplane import build
+from batkube_py.controlplane.manager import ControlPlane
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+DOUBLE = ROOT / "tests" / "batsim_double" / "batsim"
+GRAPHENE = SHARED / "reference" / "platforms" / "platform_graphene_16nodes.xml"
+WORKLOADS = SHARED / "reference" / "workloads"
+
+
+def require_binaries() -> None:
+    if os.environ.get("BATKUBE_NO_CONTROLPLANE") == "1":
+        pytest.skip("BATKUBE_NO_CONTROLPLANE=1: control-plane binaries declared unavailable")
+    if build.find_binaries() is None:
+        pytest.fail("etcd/kube-apiserver/kube-scheduler missing: run `bash .ci/controlplane.sh` (cached)")
+
+
+def start(tmp: Path, scheduler_config: Path | None = None) -> ControlPlane:
+    require_binaries()
+    cp = ControlPlane(tmp)
+    cp.up(scheduler_config)
+    return cp
+
+
+def run_cli(out: Path, workload: Path, *extra: str, platform: Path = GRAPHENE) -> tuple[int, str, dict]:
+    args = [
+        "run",
+        "-p",
+        str(platform),
+        "-w",
+        str(workload),
+        "-o",
+        str(out),
+        "--batsim",
+        str(DOUBLE),
+        "--no-progress",
+        "--backend",
+        "apiserver",
+        *extra,
+    ]
+    result = CliRunner().invoke(main, args, catch_exceptions=False)
+    summary = json.loads((out / "summary.json").read_text()) if (out / "summary.json").exists() else {}
+    return result.exit_code, result.output, summary
+
+
+def workload(path: Path, jobs: int, interval: float, schedulers: list[str], delay: float = 170) -> Path:
+    """Delay jobs cycling through `schedulers` (one profile per schedulerName)."""
+    profiles = {
+        f"p{i}": {"type": "delay", "delay": delay, "cpu": "1", "scheduler": s}
+        for i, s in enumerate(schedulers)
+    }
+    doc = {
+        "nb_res": 1,
+        "profiles": profiles,
+        "jobs": [
+            {
+                "id": str(j + 1),
+                "subtime": j * interval,
+                "walltime": 1000,
+                "res": 1,
+                "profile": f"p{j % len(schedulers)}",
+            }
+            for j in range(jobs)
+        ],
+    }
+    path.write_text(json.dumps(doc))
+    return path

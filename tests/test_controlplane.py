@@ -1,0 +1,54 @@
+"""`batkube controlplane up|status|down` on loopback, and the cached build."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+from apiserver_support import require_binaries, start
+from click.testing import CliRunner
+
+from batkube_py.cli import main
+from batkube_py.controlplane import build
+
+
+def _listeners(pids: list[int]) -> list[str]:
+    """Local addresses the given processes listen on (TCP), from `ss`."""
+    out = subprocess.run(["ss", "-Hltnp"], capture_output=True, text=True).stdout
+    return [line.split()[3] for line in out.splitlines() if any(f"pid={p}," in line for p in pids)]
+
+
+def test_build_is_cached_and_pinned():
+    require_binaries()
+    t0 = time.monotonic()
+    bins = build.build()
+    assert time.monotonic() - t0 < 5, "a second build must be a no-op"
+    version = subprocess.run([str(bins.kube_scheduler), "--version"], capture_output=True, text=True).stdout
+    if bins.kube_scheduler.parent == build.bin_dir():
+        assert build.KUBE_VERSION in version
+
+
+def test_up_status_down_loopback_only(tmp_path: Path):
+    cp = start(tmp_path / "cp")
+    try:
+        runner = CliRunner()
+        res = runner.invoke(main, ["controlplane", "status", "--dir", str(cp.dir)])
+        assert res.exit_code == 0, res.output
+        assert '"kube-scheduler": true' in res.output
+        st = cp.state()
+        assert st is not None and st.kubeconfig.is_file()
+        addrs = _listeners(list(st.pids.values()))
+        assert addrs, "the control plane listens somewhere"
+        assert all(a.startswith("127.0.0.1:") for a in addrs), addrs
+        from kubernetes import client, config
+
+        api = config.new_client_from_config(config_file=str(st.kubeconfig))
+        assert client.CoreV1Api(api).list_namespace().items
+        api.close()
+    finally:
+        res = CliRunner().invoke(main, ["controlplane", "down", "--dir", str(cp.dir)])
+    assert res.exit_code == 0
+    assert not any(cp.running().values())
+    res = CliRunner().invoke(main, ["controlplane", "status", "--dir", str(cp.dir)])
+    assert res.exit_code == 1
