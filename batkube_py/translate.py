@@ -31,6 +31,34 @@ _TAINT_EFFECTS = {"NoSchedule", "PreferNoSchedule", "NoExecute"}
 
 _LABEL_NAME = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_QUALIFIED_NAME = re.compile(
+    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
+)
+
+
+def is_extended_resource(name: str) -> bool:
+    """Kubernetes' IsExtendedResourceName: a domain-prefixed name outside kubernetes.io (nvidia.com/gpu).
+
+    A host property with such a key and a whole-number value is an extended resource, not a label:
+    `nvidia.com/gpu="2"` puts 2 GPUs in the node's capacity and allocatable. `topology.kubernetes.io/zone`
+    stays a label (kubernetes.io names are native), and so does any property whose value is not a whole
+    number (`example.com/rack="r1"`).
+    """
+    return (
+        "/" in name
+        and "kubernetes.io/" not in name
+        and not name.startswith("requests.")
+        and _QUALIFIED_NAME.match(name) is not None
+    )
+
+
+def _extended_count(value: object) -> int | None:
+    if isinstance(value, bool):
+        return None
+    try:
+        return quantities.count(value)
+    except quantities.QuantityError:
+        return None
 
 
 class TranslationError(ValueError):
@@ -139,9 +167,15 @@ def node_from_resource(res: Resource) -> client.V1Node:
     capacity = {"cpu": quantities.format_milli_cpu(cpu), "pods": str(pods)}
     if memory is not None:
         capacity["memory"] = str(memory)
+    extended = {
+        k: n for k, v in props.items() if is_extended_resource(k) and (n := _extended_count(v)) is not None
+    }
+    capacity.update({k: str(n) for k, n in sorted(extended.items())})
     name = node_name(res.name)
     labels = {label_key(k): label_value(v) for k, v in res.zone_properties.items()}
-    labels.update({label_key(k): label_value(v) for k, v in props.items() if k not in _NODE_KEYS})
+    labels.update(
+        {label_key(k): label_value(v) for k, v in props.items() if k not in _NODE_KEYS and k not in extended}
+    )
     labels[HOSTNAME_LABEL] = label_value(name)
     return client.V1Node(
         api_version="v1",
@@ -215,6 +249,25 @@ def pod_from_job(
             return reject(where, value, f"a non-negative Kubernetes quantity ({exc})")
         requests[key] = value if isinstance(value, str) else repr(value)
 
+    limits: dict[str, str] = {}
+    for key in ("extendedResources", "resources"):
+        where, ext = _field(job, profile, key)
+        if ext is None:
+            continue
+        if not isinstance(ext, dict):
+            return reject(where, ext, "an object of extended resource requests like {'nvidia.com/gpu': '1'}")
+        for rname, q in ext.items():
+            if not (isinstance(rname, str) and is_extended_resource(rname)):
+                return reject(
+                    f"{where}.{rname}",
+                    rname,
+                    "an extended resource name like 'nvidia.com/gpu' (cpu and memory have their own fields)",
+                )
+            n = _extended_count(q)
+            if n is None:
+                return reject(f"{where}.{rname}", q, "a non-negative whole number (a count)")
+            requests[rname] = limits[rname] = str(n)  # upstream requires limits == requests for these
+
     where, sched = _field(job, profile, "scheduler")
     if sched is not None and not (isinstance(sched, str) and sched):
         return reject(where, sched, "a scheduler name (string)")
@@ -246,7 +299,7 @@ def pod_from_job(
     container = client.V1Container(
         name="job",
         image="batkube/delay",
-        resources=client.V1ResourceRequirements(requests=requests or None),
+        resources=client.V1ResourceRequirements(requests=requests or None, limits=limits or None),
     )
     return client.V1Pod(
         api_version="v1",

@@ -25,6 +25,23 @@ class PodInfo:
     timestamp: float
     seq: int
     node: int | None = field(default=None)
+    extended: dict[str, int] = field(default_factory=dict)  # extended resource name → integer request
+    namespace: str = "default"
+    labels: dict[str, str] = field(default_factory=dict)
+    # Plugin-parsed views of the pod (affinity terms, selectors), parsed once and kept across retries.
+    cache: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def has_pod_affinity(self) -> bool:
+        """Any pod affinity or anti-affinity: such pods matter to other pods' InterPodAffinity."""
+        a = self.pod.spec.affinity
+        return a is not None and (a.pod_affinity is not None or a.pod_anti_affinity is not None)
+
+    @property
+    def has_required_anti_affinity(self) -> bool:
+        a = self.pod.spec.affinity
+        anti = a.pod_anti_affinity if a is not None else None
+        return anti is not None and bool(anti.required_during_scheduling_ignored_during_execution)
     attempts: int = 0
     backoff_until: float = 0.0
     rejected_by: frozenset[str] = frozenset()
@@ -45,6 +62,7 @@ class PodInfo:
 
 def pod_info(pod: client.V1Pod, job_id: str, timestamp: float, seq: int) -> PodInfo:
     requests = (pod.spec.containers[0].resources.requests or {}) if pod.spec.containers else {}
+    meta = pod.metadata
     return PodInfo(
         name=pod.metadata.name,
         job_id=job_id,
@@ -55,4 +73,7 @@ def pod_info(pod: client.V1Pod, job_id: str, timestamp: float, seq: int) -> PodI
         scheduler_name=pod.spec.scheduler_name,
         timestamp=timestamp,
         seq=seq,
+        extended={k: quantities.count(v) for k, v in requests.items() if k not in ("cpu", "memory")},
+        namespace=(meta.namespace if meta is not None else None) or "default",
+        labels=dict((meta.labels if meta is not None else None) or {}),
     )

@@ -40,6 +40,21 @@ class NodeTable:
         self.taints: list[list[client.V1Taint]] = [list(nd.spec.taints or []) for nd in nodes]
         self.pods_on: list[dict[str, PodInfo]] = [{} for _ in nodes]
         self._label_columns: dict[str, np.ndarray] = {}
+        self._label_codes: dict[str, tuple[np.ndarray, dict[str, int]]] = {}
+        self.labels_version = 0  # bumped on every label change: per-pod caches of node matches key on it
+        self.tainted = np.array([bool(t) for t in self.taints], dtype=bool)
+        self.taints_version = 0
+        self._taint_sigs: tuple[np.ndarray, list[tuple[client.V1Taint, ...]]] | None = None
+        # Extended resources (e.g. nvidia.com/gpu) as integer columns, one per name some node offers.
+        self.ext_names: list[str] = sorted({k for a in alloc for k in a if translate.is_extended_resource(k)})
+        self.alloc_ext = {
+            r: np.array([quantities.count(a.get(r, 0)) for a in alloc], dtype=np.int64)
+            for r in self.ext_names
+        }
+        self.req_ext = {r: np.zeros(n, dtype=np.int64) for r in self.ext_names}
+        # Assigned pods carrying pod (anti-)affinity, name → node: InterPodAffinity skips when there are none.
+        self.affinity_pods: dict[str, int] = {}
+        self.anti_affinity_pods: dict[str, int] = {}  # those with *required* anti-affinity (symmetry)
 
     def label_column(self, key: str) -> np.ndarray:
         """Every node's value for a label key (None where absent), as one column for vector matching."""
@@ -49,9 +64,55 @@ class NodeTable:
             self._label_columns[key] = col
         return col
 
+    def label_codes(self, key: str) -> tuple[np.ndarray, dict[str, int]]:
+        """The label key factorised: codes[i] indexes node i's value in `values` (-1 where absent).
+
+        Integer codes let selector operators run as numpy comparisons instead of string loops.
+        """
+        hit = self._label_codes.get(key)
+        if hit is None:
+            values: dict[str, int] = {}
+            codes = np.fromiter(
+                (-1 if (v := lb.get(key)) is None else values.setdefault(v, len(values))
+                 for lb in self.labels),
+                dtype=np.int64,
+                count=len(self.labels),
+            )
+            hit = self._label_codes[key] = (codes, values)
+        return hit
+
     def set_labels(self, i: int, labels: dict[str, str]) -> None:
         self.labels[i] = dict(labels)
         self._label_columns.clear()
+        self._label_codes.clear()
+        self.labels_version += 1
+
+    def set_taints(self, i: int, taints: list[client.V1Taint]) -> None:
+        self.taints[i] = list(taints)
+        self.tainted[i] = bool(taints)
+        self._taint_sigs = None
+        self.taints_version += 1
+
+    def taint_signatures(self) -> tuple[np.ndarray, list[tuple[client.V1Taint, ...]]]:
+        """Nodes grouped by their exact taint list: sig[i] indexes `sigs`; sigs[0] is the empty list.
+
+        Clusters have a handful of distinct taint lists, so toleration checks run once per list.
+        """
+        if self._taint_sigs is None:
+            keys: dict[tuple, int] = {(): 0}
+            sigs: list[tuple[client.V1Taint, ...]] = [()]
+            ids = np.zeros(len(self.taints), dtype=np.int64)
+            for i, taints in enumerate(self.taints):
+                if not taints:
+                    continue
+                key = tuple((t.key, t.value, t.effect) for t in taints)
+                j = keys.get(key)
+                if j is None:
+                    j = keys[key] = len(sigs)
+                    sigs.append(tuple(taints))
+                ids[i] = j
+            self._taint_sigs = (ids, sigs)
+        return self._taint_sigs
 
     def __len__(self) -> int:
         return len(self.names)
@@ -69,15 +130,25 @@ class NodeTable:
         self.nz_cpu[i] += sign * pod.nonzero_cpu
         self.nz_mem[i] += sign * pod.nonzero_memory
         self.pod_count[i] += sign
+        for r, q in pod.extended.items():
+            col = self.req_ext.get(r)
+            if col is not None:
+                col[i] += sign * q
 
     def assume(self, i: int, pod: PodInfo) -> None:
         self._apply(i, pod, +1)
         self.pods_on[i][pod.name] = pod
+        if pod.has_pod_affinity:
+            self.affinity_pods[pod.name] = i
+            if pod.has_required_anti_affinity:
+                self.anti_affinity_pods[pod.name] = i
         self.check(i)
 
     def release(self, i: int, pod: PodInfo) -> None:
         self._apply(i, pod, -1)
         del self.pods_on[i][pod.name]
+        self.affinity_pods.pop(pod.name, None)
+        self.anti_affinity_pods.pop(pod.name, None)
 
     def check(self, i: int) -> None:
         over = []
@@ -87,6 +158,9 @@ class NodeTable:
             over.append(f"memory {self.req_mem[i]} > {self.alloc_mem[i]}")
         if self.pod_count[i] > self.alloc_pods[i]:
             over.append(f"pods {self.pod_count[i]} > {self.alloc_pods[i]}")
+        for r in self.ext_names:
+            if self.req_ext[r][i] > self.alloc_ext[r][i]:
+                over.append(f"{r} {self.req_ext[r][i]} > {self.alloc_ext[r][i]}")
         if over:
             raise InvariantViolation(f"node {self.names[i]} over-allocated: {', '.join(over)}")
 
@@ -94,4 +168,6 @@ class NodeTable:
         """How many nodes break the invariant now (0 in every correct run)."""
         bad = (self.req_cpu > self.alloc_cpu) | (self.pod_count > self.alloc_pods)
         bad |= self.mem_limited & (self.req_mem > self.alloc_mem)
+        for r in self.ext_names:
+            bad |= self.req_ext[r] > self.alloc_ext[r]
         return int(bad.sum())

@@ -50,6 +50,12 @@ class NodeResourcesFit(Plugin):
         self.w_cpu = int(weights.get("cpu", 0))
         self.w_mem = int(weights.get("memory", 0))
 
+    @classmethod
+    def from_args(cls, args) -> NodeResourcesFit:
+        if args is None:
+            return cls()
+        return cls({r.name: r.weight for r in args.scoringStrategy.resources})
+
     def events_to_register(self) -> frozenset[str]:
         return frozenset({POD_DELETE, NODE_ADD, NODE_UPDATE})
 
@@ -96,6 +102,10 @@ class NodeResourcesFit(Plugin):
 class BalancedAllocation(Plugin):
     name = "NodeResourcesBalancedAllocation"
     scores = True
+
+    @classmethod
+    def from_args(cls, args) -> BalancedAllocation:
+        return cls()
 
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> np.ndarray:
         """(1 - std of the cpu/memory request fractions) × 100, on actual requests."""

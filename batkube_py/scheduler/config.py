@@ -1,0 +1,410 @@
+"""KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1), read as kube-scheduler reads it.
+
+`load_config(path)` parses and validates a YAML file; `default_config()` is what an empty file gives;
+`build_profiles(config, seed)` turns it into framework Profiles. Defaulting follows upstream v1
+(SetDefaults_KubeSchedulerConfiguration, mergePlugins, the framework's MultiPoint expansion and score
+weights), so a profile that disables, re-weights or re-orders plugins behaves as it would in 1.32.
+Decoding is strict like kube-scheduler's: an unknown field is an error, reported with its path.
+
+Custom plugins: a Python class deriving from framework.Plugin is usable by its import path
+"package.module:Class" directly as a plugin name, or registered under its `name` attribute by listing
+the path in the top-level `x-batkube-plugins` list. It is built as `Class(args)` with its pluginConfig
+args (a dict) when there are some, else `Class()`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from batkube_py.scheduler.framework import Plugin, Profile
+from batkube_py.scheduler.pluginargs import ARGS, DefaultPreemptionArgs
+from batkube_py.scheduler.plugins import REGISTRY, build_plugin
+
+API_VERSION = "kubescheduler.config.k8s.io/v1"
+DEFAULT_SCHEDULER = "default-scheduler"
+POINTS = (
+    "preEnqueue", "queueSort", "preFilter", "filter", "postFilter", "preScore", "score",
+    "reserve", "permit", "preBind", "bind", "postBind",
+)  # fmt: skip
+MODELLED_POINTS = ("preFilter", "filter", "preScore", "score")
+REMOVED_PLUGINS = {"AzureDiskLimits", "CinderLimits", "EBSLimits", "GCEPDLimits"}
+
+# pkg/scheduler/apis/config/v1/default_plugins.go (1.32): MultiPoint, in this order, with these weights.
+DEFAULT_MULTIPOINT: list[tuple[str, int]] = [
+    ("SchedulingGates", 0), ("PrioritySort", 0), ("NodeUnschedulable", 0), ("NodeName", 0),
+    ("TaintToleration", 3), ("NodeAffinity", 2), ("NodePorts", 0), ("NodeResourcesFit", 1),
+    ("VolumeRestrictions", 0), ("NodeVolumeLimits", 0), ("VolumeBinding", 0), ("VolumeZone", 0),
+    ("PodTopologySpread", 2), ("InterPodAffinity", 2), ("DefaultPreemption", 0),
+    ("NodeResourcesBalancedAllocation", 1), ("ImageLocality", 1), ("DefaultBinder", 0),
+]  # fmt: skip
+
+
+class ConfigError(ValueError):
+    """An invalid configuration; the message lists every problem as `field.path: reason`."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class PluginRef(_Strict):
+    name: str
+    weight: int = 0
+
+
+class PluginSet(_Strict):
+    enabled: list[PluginRef] = Field(default_factory=list)
+    disabled: list[PluginRef] = Field(default_factory=list)
+
+
+class Plugins(_Strict):
+    multiPoint: PluginSet = Field(default_factory=PluginSet)
+    preEnqueue: PluginSet = Field(default_factory=PluginSet)
+    queueSort: PluginSet = Field(default_factory=PluginSet)
+    preFilter: PluginSet = Field(default_factory=PluginSet)
+    filter: PluginSet = Field(default_factory=PluginSet)
+    postFilter: PluginSet = Field(default_factory=PluginSet)
+    preScore: PluginSet = Field(default_factory=PluginSet)
+    score: PluginSet = Field(default_factory=PluginSet)
+    reserve: PluginSet = Field(default_factory=PluginSet)
+    permit: PluginSet = Field(default_factory=PluginSet)
+    preBind: PluginSet = Field(default_factory=PluginSet)
+    bind: PluginSet = Field(default_factory=PluginSet)
+    postBind: PluginSet = Field(default_factory=PluginSet)
+
+
+class PluginConfig(_Strict):
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class KubeSchedulerProfile(_Strict):
+    schedulerName: str = DEFAULT_SCHEDULER
+    percentageOfNodesToScore: int | None = None
+    plugins: Plugins = Field(default_factory=Plugins)
+    pluginConfig: list[PluginConfig] = Field(default_factory=list)
+
+
+class KubeSchedulerConfiguration(_Strict):
+    apiVersion: Literal["kubescheduler.config.k8s.io/v1"]
+    kind: Literal["KubeSchedulerConfiguration"]
+    parallelism: int = 16
+    percentageOfNodesToScore: int | None = None
+    podInitialBackoffSeconds: int = 1
+    podMaxBackoffSeconds: int = 10
+    profiles: list[KubeSchedulerProfile] = Field(default_factory=lambda: [KubeSchedulerProfile()])
+    extenders: list[dict[str, Any]] = Field(default_factory=list)
+    plugin_imports: list[str] = Field(default_factory=list, alias="x-batkube-plugins")
+    # Accepted for compatibility with real kube-scheduler files; meaningless in a simulation.
+    leaderElection: dict[str, Any] | None = None
+    clientConnection: dict[str, Any] | None = None
+    healthzBindAddress: str | None = None
+    metricsBindAddress: str | None = None
+    enableProfiling: bool | None = None
+    enableContentionProfiling: bool | None = None
+    delayCacheUntilActive: bool | None = None
+
+
+@dataclass
+class ProfileSpec:
+    """One validated profile, its plugins resolved per extension point (upstream order)."""
+
+    scheduler_name: str
+    percentage_of_nodes_to_score: int | None
+    points: dict[str, list[str]]  # extension point → plugin names, after merge and MultiPoint expansion
+    weights: dict[str, int]  # score plugin → weight
+    args: dict[str, Any]  # plugin name → typed args (pluginargs) or a raw dict for custom plugins
+    preemption: DefaultPreemptionArgs | None  # None when DefaultPreemption is not a PostFilter plugin
+
+
+@dataclass
+class SchedulerConfig:
+    profiles: list[ProfileSpec]
+    percentage_of_nodes_to_score: int = 0
+    pod_initial_backoff: float = 1.0
+    pod_max_backoff: float = 10.0
+    parallelism: int = 16
+    registry: dict[str, type[Plugin]] = field(default_factory=dict)
+
+    @property
+    def preemption(self) -> dict[str, DefaultPreemptionArgs | None]:
+        """schedulerName → DefaultPreemption args (None where preemption is disabled)."""
+        return {p.scheduler_name: p.preemption for p in self.profiles}
+
+
+# ---- loading ------------------------------------------------------------------------------------------
+
+
+def _path(loc: tuple) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+def load_config(path: str | Path) -> SchedulerConfig:
+    try:
+        doc = yaml.safe_load(Path(path).read_text())
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not YAML ({exc})") from None
+    return parse_config(doc if doc is not None else {})
+
+
+def default_config() -> SchedulerConfig:
+    return parse_config({"apiVersion": API_VERSION, "kind": "KubeSchedulerConfiguration"})
+
+
+def parse_config(doc: Any) -> SchedulerConfig:
+    if not isinstance(doc, dict):
+        raise ConfigError("the configuration must be a mapping (a KubeSchedulerConfiguration)")
+    try:
+        cfg = KubeSchedulerConfiguration.model_validate(doc)
+    except ValidationError as exc:
+        raise ConfigError("\n".join(f"{_path(e['loc'])}: {_msg(e)}" for e in exc.errors())) from None
+    errors: list[str] = []
+    registry = dict(REGISTRY)
+    for i, spec in enumerate(cfg.plugin_imports):
+        cls = _import(spec, f"x-batkube-plugins[{i}]", errors)
+        if cls is not None:
+            registry[cls.name] = registry[spec] = cls
+    _check_top(cfg, errors)
+    profiles = []
+    seen: dict[str, int] = {}
+    for i, prof in enumerate(cfg.profiles):
+        where = f"profiles[{i}]"
+        if prof.schedulerName in seen:
+            errors.append(f"{where}.schedulerName: Duplicate value: profiles[{seen[prof.schedulerName]}]")
+        seen.setdefault(prof.schedulerName, i)
+        spec = _profile(prof, where, registry, errors)
+        if spec is not None:
+            profiles.append(spec)
+    if errors:
+        raise ConfigError("\n".join(errors))
+    return SchedulerConfig(
+        profiles=profiles,
+        percentage_of_nodes_to_score=cfg.percentageOfNodesToScore or 0,
+        pod_initial_backoff=float(cfg.podInitialBackoffSeconds),
+        pod_max_backoff=float(cfg.podMaxBackoffSeconds),
+        parallelism=cfg.parallelism,
+        registry=registry,
+    )
+
+
+def _msg(e: dict) -> str:
+    msg = str(e.get("msg", ""))
+    return msg.removeprefix("Value error, ")
+
+
+def _import(spec: str, where: str, errors: list[str]) -> type[Plugin] | None:
+    module, sep, attr = spec.partition(":")
+    if not sep or not module or not attr:
+        errors.append(f"{where}: {spec!r} is not an import path of the form 'package.module:Class'")
+        return None
+    try:
+        cls = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as exc:
+        errors.append(f"{where}: cannot import {spec!r} ({exc})")
+        return None
+    if not (isinstance(cls, type) and issubclass(cls, Plugin) and cls.name):
+        errors.append(f"{where}: {spec!r} is not a framework.Plugin subclass with a name")
+        return None
+    return cls
+
+
+def _check_top(cfg: KubeSchedulerConfiguration, errors: list[str]) -> None:
+    if cfg.parallelism <= 0:
+        errors.append("parallelism: should be an integer value greater than zero")
+    if cfg.percentageOfNodesToScore is not None and not 0 <= cfg.percentageOfNodesToScore <= 100:
+        errors.append("percentageOfNodesToScore: not in valid range [0-100]")
+    if cfg.podInitialBackoffSeconds <= 0:
+        errors.append("podInitialBackoffSeconds: must be greater than 0")
+    if cfg.podMaxBackoffSeconds < cfg.podInitialBackoffSeconds:
+        errors.append("podMaxBackoffSeconds: must be greater than or equal to PodInitialBackoffSeconds")
+    if cfg.extenders:
+        errors.append("extenders: not supported by the embedded scheduler (use a Python plugin instead)")
+    if not cfg.profiles:
+        errors.append("profiles: Required value")
+    queue_sorts = {tuple(p.name for p in prof.plugins.queueSort.enabled) for prof in cfg.profiles}
+    if len(queue_sorts) > 1:
+        errors.append("profiles: plugins.queueSort must be the same for all profiles")
+
+
+# ---- one profile -----------------------------------------------------------------------------------------
+
+
+def _resolve(name: str, registry: dict[str, type[Plugin]], where: str, errors: list[str]) -> type | None:
+    cls = registry.get(name)
+    if cls is None and ":" in name:
+        cls = _import(name, where, errors)
+        if cls is not None:
+            registry[name] = cls
+        return cls
+    if cls is None:
+        if name in REMOVED_PLUGINS:
+            errors.append(f'{where}: {name} was invalid in version "{API_VERSION}"')
+        else:
+            errors.append(f"{where}: unknown plugin {name!r} (known: {', '.join(sorted(REGISTRY))})")
+    return cls
+
+
+def points_of(cls: type[Plugin]) -> frozenset[str]:
+    """The extension points a plugin implements: declared, or read off its flags and overrides."""
+    declared = getattr(cls, "extension_points", None)
+    if declared is not None:
+        return frozenset(declared)
+    out = set()
+    if cls.filters:
+        out.add("filter")
+    if cls.scores:
+        out.add("score")
+    if cls.pre_filter is not Plugin.pre_filter:
+        out.add("preFilter")
+    if cls.pre_score is not Plugin.pre_score:
+        out.add("preScore")
+    return frozenset(out)
+
+
+def _merge(default: list[PluginRef], custom: PluginSet) -> tuple[list[PluginRef], set[str]]:
+    """v1 mergePluginSet: defaults minus disabled ("*" = all), re-configured in place, then additions."""
+    disabled = {p.name for p in custom.disabled}
+    by_name = {p.name: (i, p) for i, p in enumerate(custom.enabled)}
+    replaced: set[int] = set()
+    out = []
+    if "*" not in disabled:
+        for p in default:
+            if p.name in disabled:
+                continue
+            if p.name in by_name:
+                i, p = by_name[p.name]
+                replaced.add(i)
+            out.append(p)
+    out += [p for i, p in enumerate(custom.enabled) if i not in replaced]
+    return out, disabled
+
+
+def _profile(prof: KubeSchedulerProfile, where: str, registry: dict, errors: list[str]) -> ProfileSpec | None:
+    n_errors = len(errors)
+    if not prof.schedulerName:
+        errors.append(f"{where}.schedulerName: Required value")
+    pct = prof.percentageOfNodesToScore
+    if pct is not None and not 0 <= pct <= 100:
+        errors.append(f"{where}.percentageOfNodesToScore: not in valid range [0-100]")
+    plugins = prof.plugins
+    defaults = [PluginRef(name=n, weight=w) for n, w in DEFAULT_MULTIPOINT]
+    multi, multi_disabled = _merge(defaults, plugins.multiPoint)
+    merged: dict[str, tuple[list[PluginRef], set[str]]] = {"multiPoint": (multi, multi_disabled)}
+    for point in POINTS:
+        merged[point] = _merge([], getattr(plugins, point))
+    classes: dict[str, type[Plugin]] = {}
+    for point, (enabled, _) in merged.items():
+        for j, ref in enumerate(enabled):
+            loc = f"{where}.plugins.{point}.enabled[{j}]"
+            if not 0 <= ref.weight <= 100:
+                errors.append(f"{loc}.weight: must be in 1..100 (0 or omitted means 1)")
+            cls = _resolve(ref.name, registry, f"{loc}.name", errors)
+            if cls is None:
+                continue
+            classes[ref.name] = cls
+            if point != "multiPoint" and point not in points_of(cls):
+                errors.append(f"{loc}.name: plugin {ref.name!r} does not extend {point}")
+            elif point not in ("multiPoint", *MODELLED_POINTS) and ref.name not in REGISTRY:
+                errors.append(f"{loc}.name: custom {point} plugins are not supported by the embedded twin")
+    points = {point: _expand(point, merged, classes, where, errors) for point in POINTS}
+    weights: dict[str, int] = {}
+    for ref in merged["score"][0] + merged["multiPoint"][0]:
+        if ref.name in classes and "score" in points_of(classes[ref.name]) and ref.name not in weights:
+            weights[ref.name] = ref.weight or 1
+    args = _args(prof, where, classes, errors)
+    if len(errors) > n_errors:
+        return None
+    preemption = args.get("DefaultPreemption") if "DefaultPreemption" in points["postFilter"] else None
+    return ProfileSpec(prof.schedulerName, pct, points, weights, args, preemption)
+
+
+def _expand(point: str, merged: dict, classes: dict, where: str, errors: list[str]) -> list[str]:
+    """frameworkImpl.expandMultiPointPlugins for one extension point."""
+    enabled, disabled = merged[point]
+    explicit = [p.name for p in enabled]
+    dup = next((n for n in explicit if explicit.count(n) > 1), None)
+    if dup is not None:
+        errors.append(f'{where}.plugins.{point}: plugin "{dup}" already registered as "{point}"')
+        return explicit
+    if "*" in disabled:
+        return explicit
+    overrides, from_multi = [], []
+    for ref in merged["multiPoint"][0]:
+        cls = classes.get(ref.name)
+        if cls is None or point not in points_of(cls) or ref.name in disabled:
+            continue
+        if ref.name in explicit:
+            overrides.append(ref.name)
+        elif ref.name in from_multi:
+            errors.append(f'{where}.plugins.multiPoint: plugin "{ref.name}" already registered as "{point}"')
+        else:
+            from_multi.append(ref.name)
+    first = [n for n in explicit if n in overrides]
+    return first + from_multi + [n for n in explicit if n not in overrides]
+
+
+def _args(prof: KubeSchedulerProfile, where: str, classes: dict, errors: list[str]) -> dict[str, Any]:
+    raw: dict[str, tuple[int, dict]] = {}
+    for i, pc in enumerate(prof.pluginConfig):
+        if pc.name in raw:
+            errors.append(f"{where}.pluginConfig[{i}]: Duplicate value: {pc.name!r}")
+        raw[pc.name] = (i, pc.args)
+    out: dict[str, Any] = {}
+    for name, model in ARGS.items():
+        i, given = raw.get(name, (None, {}))
+        try:
+            out[name] = model.model_validate(given)
+        except ValidationError as exc:
+            base = f"{where}.pluginConfig[{i}].args"
+            errors += [f"{base}{'.' if e['loc'] else ''}{_path(e['loc'])}: {_msg(e)}" for e in exc.errors()]
+    for name, (i, given) in raw.items():
+        if name not in ARGS:
+            if name not in classes and name not in REGISTRY:
+                errors.append(f"{where}.pluginConfig[{i}].name: unknown plugin {name!r}")
+            out[name] = given
+    return out
+
+
+# ---- profiles ------------------------------------------------------------------------------------------
+
+
+def build_profiles(config: SchedulerConfig, seed: int) -> list[Profile]:
+    """Framework profiles, one plugin instance per name shared by its extension points, as upstream.
+
+    Each profile draws ties from its own generator, seeded by (seed, profile index), so adding a profile
+    never changes another profile's choices.
+    """
+    out = []
+    for k, spec in enumerate(config.profiles):
+        names = {n for ns in spec.points.values() for n in ns}
+        instances = {n: build_plugin(config.registry[n], n, spec.args.get(n)) for n in sorted(names)}
+        weights = spec.weights
+        pct = spec.percentage_of_nodes_to_score
+        out.append(
+            Profile(
+                scheduler_name=spec.scheduler_name,
+                filters=[instances[n] for n in spec.points["filter"] if instances[n].filters],
+                scorers=[(instances[n], weights[n]) for n in spec.points["score"] if instances[n].scores],
+                rng=np.random.default_rng(np.random.SeedSequence([seed, k])),
+                percentage_of_nodes_to_score=config.percentage_of_nodes_to_score if pct is None else pct,
+                pre_filters=[
+                    instances[n]
+                    for n in spec.points["preFilter"]
+                    if type(instances[n]).pre_filter is not Plugin.pre_filter
+                ],
+            )
+        )
+    return out
