@@ -2,28 +2,16 @@
 
 from __future__ import annotations
 
-import numpy as np
 from kubernetes import client
 
 from batkube_py.cluster.base import Binding, Unschedulable
+from batkube_py.scheduler.config import build_profiles, default_config
 from batkube_py.scheduler.framework import NODE_UPDATE, POD_ADD, POD_DELETE, Profile
-from batkube_py.scheduler.plugins import BalancedAllocation, NodeResourcesFit, NodeUnschedulable
 from batkube_py.scheduler.plugins.noderesources import fits
 from batkube_py.scheduler.podinfo import PodInfo, pod_info
 from batkube_py.scheduler.queue import QueueConfig, SchedulingQueue
 from batkube_py.scheduler.record import DecisionRecorder
 from batkube_py.scheduler.snapshot import NodeTable
-from batkube_py.translate import DEFAULT_SCHEDULER
-
-
-def default_profile(seed: int, scheduler_name: str = DEFAULT_SCHEDULER) -> Profile:
-    fit = NodeResourcesFit()
-    return Profile(
-        scheduler_name=scheduler_name,
-        filters=[NodeUnschedulable(), fit],
-        scorers=[(fit, 1), (BalancedAllocation(), 1)],
-        rng=np.random.default_rng(seed),
-    )
 
 
 class EmbeddedCluster:
@@ -36,7 +24,7 @@ class EmbeddedCluster:
         recorder: DecisionRecorder | None = None,
     ):
         self.nodes = NodeTable(nodes)
-        self.profiles = {p.scheduler_name: p for p in (profiles or [default_profile(seed)])}
+        self.profiles = {p.scheduler_name: p for p in (profiles or build_profiles(default_config(), seed))}
         registrations = {
             plugin.name: plugin.events_to_register()
             for profile in self.profiles.values()
