@@ -10,6 +10,7 @@ import click
 
 from batkube_py import __version__, platforms, workloads
 from batkube_py.analysis.commands import analyze, compare
+from batkube_py.controlplane.cli import apiserver_config, backend_options, controlplane
 from batkube_py.endpoint import DEFAULT_ENDPOINT
 from batkube_py.run import RunConfig, RunError, run, serve
 
@@ -49,17 +50,32 @@ def _report(summary: dict) -> None:
 @click.option("--batsim", default=None, help="Batsim executable (default: `batsim` on PATH).")
 @click.option("--batsim-arg", "batsim_args", multiple=True, help="Extra argument for Batsim (repeatable).")
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: when on a terminal).")
-def run_cmd(platform, workload, out, seed, batsim, batsim_args, progress) -> None:
+@backend_options
+def run_cmd(platform, workload, out, seed, batsim, batsim_args, progress, **backend) -> None:
     """Simulate PLATFORM running WORKLOAD with Batsim and the embedded kube-scheduler twin."""
     cfg = RunConfig(
         platform=platform, workload=workload, out=out, seed=seed, batsim=batsim, batsim_args=batsim_args,
         progress=sys.stderr.isatty() if progress is None else progress,
     )  # fmt: skip
     try:
-        summary = run(cfg)
+        summary = _with_backend(apiserver_config(backend), out, lambda factory: run(cfg, factory))
     except RunError as exc:
         raise click.ClickException(str(exc)) from None
     _report(summary)
+
+
+def _with_backend(api_cfg, out, body):
+    """Runs body(backend_factory); for --backend apiserver inside a session that always cleans up."""
+    if api_cfg is None:
+        return body(None)
+    from batkube_py.controlplane.manager import ControlPlaneError
+    from batkube_py.controlplane.session import apiserver_session
+
+    try:
+        with apiserver_session(api_cfg, out) as factory:
+            return body(factory)
+    except ControlPlaneError as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 @main.command("serve")
@@ -69,9 +85,11 @@ def run_cmd(platform, workload, out, seed, batsim, batsim_args, progress) -> Non
 @click.option("--out", "-o", type=_path, default=None, help="Directory for pods.csv, summary.json, ...")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--idle-timeout", type=float, default=None, help="Give up after this many silent seconds.")
-def serve_cmd(endpoint, out, seed, idle_timeout) -> None:
+@backend_options
+def serve_cmd(endpoint, out, seed, idle_timeout, **backend) -> None:
     """Run the adapter alone, for a Batsim you launch yourself (with --enable-compute-sharing)."""
-    _report(serve(endpoint, out, seed, idle_timeout))
+    api_cfg = apiserver_config(backend)
+    _report(_with_backend(api_cfg, out, lambda factory: serve(endpoint, out, seed, idle_timeout, factory)))
 
 
 def _write(text: str, output: Path | None) -> None:
@@ -125,6 +143,7 @@ def workload_cmd(kind, jobs, delay, interval, cpu, memory, output) -> None:
 
 main.add_command(analyze)
 main.add_command(compare)
+main.add_command(controlplane)
 
 if __name__ == "__main__":
     main()

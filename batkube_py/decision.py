@@ -114,7 +114,11 @@ class DecisionProcess:
         self._node_of_host = {translate.resource_id(n): n.metadata.name for n in nodes}
         if self.outputs is not None:
             self.outputs.nodes(nodes)
-        self.backend = self._factory(nodes)
+        try:
+            self.backend = self._factory(nodes)
+        except BackendError as exc:
+            self._fail(f"cluster backend could not start: {exc}")
+            return
         log.info("cluster of %d nodes from %d compute resources", len(nodes), len(data.compute_resources))
 
     def _on_job_submitted(self, data: m.JobSubmitted, ts: float, reply: Reply) -> None:

@@ -7,6 +7,7 @@ cleanly, what was computed stays on disk, and the exit status says why.
 from __future__ import annotations
 
 import json
+import os
 import logging
 import shutil
 import signal
@@ -97,7 +98,7 @@ def setup_logging(out: Path) -> logging.Handler:
     handler = logging.FileHandler(out / "batkube.log", mode="w")
     handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger("batkube_py")
-    root.setLevel(logging.INFO)
+    root.setLevel(logging.DEBUG if os.environ.get("BATKUBE_DEBUG") else logging.INFO)
     root.addHandler(handler)
     return handler
 

@@ -1,0 +1,365 @@
+"""The real-Kubernetes backend: nodes and pods live in a kube-apiserver, any scheduler binds them.
+
+The adapter plays the parts a real cluster's kubelets would: it creates Ready nodes (labelled and
+tainted as simulated, so nothing but the run's pods lands there), creates a pod per job in a namespace of
+its own, turns each binding it sees into EXECUTE_JOB and, on JOB_COMPLETED, marks the pod Succeeded and
+deletes it — kube-scheduler frees a node's resources only on a delete it sees (KUBE_SCHEDULER.md §4.7).
+How long to wait for the scheduler at each Batsim step is the sync policy's business (sync.py).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import urllib3
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+from batkube_py import quantities
+from batkube_py.cluster import base
+from batkube_py.cluster.base import BackendError, Binding, Unschedulable
+from batkube_py.controlplane.podwatch import PodWatch
+from batkube_py.scheduler.snapshot import InvariantViolation
+from batkube_py.sync import MetricsSource, SchedulerUnresponsive, SettlePolicy, SyncOptions, TimeoutPolicy
+
+log = logging.getLogger(__name__)
+
+SIMULATED = "batkube.io/simulated"
+
+
+class ApiServerCluster:
+    def __init__(
+        self,
+        nodes: list[client.V1Node],
+        api: client.ApiClient,
+        sync: SyncOptions,
+        scheduler_names: set[str] | None = None,
+        kube_names: set[str] | frozenset[str] = frozenset(),
+        retries: int = 8,
+        namespace: str | None = None,
+    ):
+        self.core = client.CoreV1Api(api)
+        self.api = api
+        self.retries = retries
+        self.run_id = uuid.uuid4().hex[:8]
+        self.namespace = namespace or f"batkube-{self.run_id}"
+        self.scheduler_names = scheduler_names
+        self.kube_names = kube_names if sync.metrics_url else frozenset()
+        self.opts = sync
+        metrics = MetricsSource(sync.metrics_url) if sync.metrics_url else None
+        self.policy: SettlePolicy | TimeoutPolicy = (
+            SettlePolicy(sync, metrics) if sync.policy == "settle" else TimeoutPolicy(sync)
+        )
+        self.node_alloc = {n.metadata.name: _alloc(n.status.allocatable) for n in nodes}
+        self.node_used: dict[str, list[int]] = {n: [0, 0, 0] for n in self.node_alloc}
+        self.requests: dict[str, tuple[int, int]] = {}
+        self.node_of: dict[str, str] = {}
+        self.nodes = [n.metadata.name for n in nodes]
+        self.broken: str | None = None
+        self._over = 0
+        self._wake: float | None = None
+        self._calls: list[float] = []
+        self._classes: set[str] = set()
+        self._fences: dict[str, int] = {"UnschedulablePodAdd": 0, "AssignedPodDelete": 0, "NodeAdd": 0}
+        self._closed = False
+        self.watch = PodWatch(self.core, self.namespace)
+        try:
+            self._create_cluster(nodes)
+        except Exception:
+            self.close()
+            raise
+
+    # ---- API plumbing ---------------------------------------------------------------------------
+
+    def _call(
+        self, what: str, fn: Callable[..., Any], *args: Any, ok: tuple[int, ...] = (), **kw: Any
+    ) -> Any:
+        """Bounded retries for transient failures (apiserver restarting, 429/5xx); clear error after."""
+        delay = 0.05
+        for attempt in range(self.retries + 1):
+            try:
+                return fn(*args, _request_timeout=10, **kw)
+            except ApiException as exc:
+                if exc.status in ok:
+                    return None
+                if exc.status not in (429, 500, 502, 503, 504) or attempt == self.retries:
+                    raise BackendError(f"Kubernetes API: {what} failed: {exc.status} {exc.reason}") from None
+            except (urllib3.exceptions.HTTPError, OSError) as exc:
+                if attempt == self.retries:
+                    raise BackendError(
+                        f"Kubernetes API unreachable: {what} failed {self.retries + 1} times "
+                        f"({type(exc).__name__}); is the apiserver up? (`batkube controlplane status`)"
+                    ) from None
+            log.warning("%s failed, retry %d/%d in %.2f s", what, attempt + 1, self.retries, delay)
+            time.sleep(delay)
+            delay = min(delay * 2, 5.0)
+
+    def _create_cluster(self, nodes: list[client.V1Node]) -> None:
+        ns = client.V1Namespace(metadata=client.V1ObjectMeta(name=self.namespace, labels={SIMULATED: "true"}))
+        if isinstance(self.policy, SettlePolicy):
+            self.policy.baseline()
+        self._call("create namespace", self.core.create_namespace, ns)
+        sa = client.V1ServiceAccount(metadata=client.V1ObjectMeta(name="default"))
+        self._call(
+            "create service account",
+            self.core.create_namespaced_service_account,
+            self.namespace,
+            sa,
+            ok=(409,),
+        )
+        for node in nodes:
+            node.metadata.labels = {**(node.metadata.labels or {}), SIMULATED: self.run_id}
+            taint = client.V1Taint(key=SIMULATED, value="true", effect="NoSchedule")
+            node.spec.taints = [*(node.spec.taints or []), taint]
+            node.spec.unschedulable = None
+            self._call(f"create node {node.metadata.name}", self.core.create_node, node)
+            self._fences["NodeAdd"] += 1
+            # The TaintNodesByCondition admission plugin adds not-ready on create; with no kubelet and no
+            # node controller nobody would lift it. The adapter is the kubelet: the node is Ready.
+            taints = [t.to_dict() for t in node.spec.taints]
+            self._call(f"taint node {node.metadata.name}", self.core.patch_node, node.metadata.name,
+                       {"spec": {"taints": taints}})  # fmt: skip
+            status = {"status": {"conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+                                                 "message": "simulated by batkube"}]}}  # fmt: skip
+            self._call(
+                f"ready node {node.metadata.name}", self.core.patch_node_status, node.metadata.name, status
+            )
+        self.watch.start()
+        try:
+            self.policy.wait_nodes(len(nodes))
+        except SchedulerUnresponsive as exc:
+            raise BackendError(str(exc)) from None
+        log.info("created %d nodes and namespace %s", len(nodes), self.namespace)
+
+    # ---- Backend protocol -----------------------------------------------------------------------
+
+    def serves(self, scheduler_name: str) -> bool:
+        return self.scheduler_names is None or scheduler_name in self.scheduler_names
+
+    def fits_empty_cluster(self, pod: client.V1Pod) -> str | None:
+        cpu, mem = _requests(pod)
+        if any(cpu <= a[0] and (a[1] < 0 or mem <= a[1]) for a in self.node_alloc.values()):
+            return None
+        return f"requests cpu={cpu}m memory={mem}B exceed the allocatable resources of every node"
+
+    def add_pod(self, pod: client.V1Pod, job_id: str, now: float) -> None:
+        if self.broken:
+            return
+        name = pod.metadata.name
+        pod.metadata.namespace = self.namespace
+        pod.spec.tolerations = [
+            *(pod.spec.tolerations or []),
+            client.V1Toleration(key=SIMULATED, operator="Exists", effect="NoSchedule"),
+        ]
+        pod.spec.automount_service_account_token = False
+        if pod.spec.priority:  # the Priority admission plugin only accepts a value through a class
+            pod.spec.priority_class_name = self._priority_class(pod.spec.priority)
+        pod.spec.priority = None
+        self.requests[name] = _requests(pod)
+        kube = pod.spec.scheduler_name in self.kube_names
+        self.watch.track(name, kube=kube)
+        self._fences["UnschedulablePodAdd"] += kube
+        try:
+            self._call(f"create pod {name}", self.core.create_namespaced_pod, self.namespace, pod, ok=(409,))
+        except BackendError as exc:
+            self._break(str(exc))
+        if isinstance(self.policy, TimeoutPolicy):
+            self.policy.reset()
+
+    def _priority_class(self, value: int) -> str:
+        name = f"batkube-{self.run_id}-{'m' if value < 0 else ''}{abs(value)}"
+        if name not in self._classes:
+            pc = client.V1PriorityClass(
+                metadata=client.V1ObjectMeta(name=name, labels={SIMULATED: self.run_id}),
+                value=value,
+                preemption_policy="PreemptLowerPriority",
+            )
+            sched = client.SchedulingV1Api(self.api)
+            self._call(f"create priority class {name}", sched.create_priority_class, pc, ok=(409,))
+            self._classes.add(name)
+        return name
+
+    def delete_pod(self, name: str, now: float) -> None:
+        node = self.node_of.pop(name, None)
+        req = self.requests.pop(name, (0, 0))
+        if node is not None:
+            used = self.node_used[node]
+            used[0], used[1], used[2] = used[0] - req[0], used[1] - req[1], used[2] - 1
+        self.watch.forget(name)
+        if self.broken:
+            return
+        try:
+            if node is not None:
+                self._fences["AssignedPodDelete"] += 1
+                body = {"status": {"phase": "Succeeded"}}
+                self._call(
+                    f"finish pod {name}",
+                    self.core.patch_namespaced_pod_status,
+                    name,
+                    self.namespace,
+                    body,
+                    ok=(404,),
+                )
+            self._call(
+                f"delete pod {name}",
+                self.core.delete_namespaced_pod,
+                name,
+                self.namespace,
+                grace_period_seconds=0,
+                ok=(404,),
+            )
+        except BackendError as exc:
+            self._break(str(exc))
+        if isinstance(self.policy, TimeoutPolicy):
+            self.policy.reset()
+
+    def set_nodes_schedulable(self, nodes: list[str], schedulable: bool, now: float) -> None:
+        for name in nodes:
+            if not self.broken:
+                try:
+                    self._call(
+                        f"cordon {name}",
+                        self.core.patch_node,
+                        name,
+                        {"spec": {"unschedulable": not schedulable}},
+                    )
+                except BackendError as exc:
+                    self._break(str(exc))
+
+    def schedule(self, now: float) -> list[Binding]:
+        if self.broken:
+            raise BackendError(self.broken)
+        if self.watch.error:
+            raise BackendError(self.watch.error)
+        try:
+            limit = None
+            if isinstance(self.policy, TimeoutPolicy):
+                limit = self.policy.settle(self)
+            else:
+                self.policy.settle(self)
+        except SchedulerUnresponsive as exc:
+            self._break(str(exc))
+            raise BackendError(str(exc)) from None
+        out = []
+        for pod, node in self.watch.take_bindings(limit):
+            if pod not in self.requests or pod in self.node_of:
+                continue
+            self.node_of[pod] = node
+            used, alloc, req = self.node_used[node], self.node_alloc[node], self.requests[pod]
+            used[0], used[1], used[2] = used[0] + req[0], used[1] + req[1], used[2] + 1
+            if used[0] > alloc[0] or (alloc[1] >= 0 and used[1] > alloc[1]) or used[2] > alloc[2]:
+                self._over += 1
+                log.error(
+                    "node %s over-allocated by the binding of %s: used %s of %s", node, pod, used, alloc
+                )
+            out.append(Binding(pod, node))
+        self._wake = self._next_call(now)
+        if self._over:
+            raise InvariantViolation(f"{self._over} bindings over-allocated a node (see batkube.log)")
+        return out
+
+    def _next_call(self, now: float) -> float | None:
+        """One outstanding CALL_ME_LATER at a time, as Batkube kept its sorted list of requested calls."""
+        self._calls = [t for t in self._calls if t > now]
+        wake = self.policy.next_wakeup(now, self)
+        if wake is None or wake <= now or (self._calls and self._calls[0] <= wake):
+            return None
+        self._calls.append(wake)
+        self._calls.sort()
+        return wake
+
+    def take_evictions(self) -> list[base.Eviction]:
+        """Bound pods deleted by someone else (kube-scheduler preempting them): Batsim must kill them."""
+        with self.watch.cond:
+            out, self.watch.evictions = self.watch.evictions, []
+        return [base.Eviction(p, why) for p, why in out if p in self.node_of]
+
+    def give_up_pending(self, now: float) -> list[Unschedulable]:
+        if self.node_of or self.broken:
+            return []
+        gone = []
+        with self.watch.cond:
+            pending = [(n, v) for n, v in self.watch.pods.items() if v.node is None and v.marked]
+        for name, view in pending:
+            self.delete_pod(name, now)
+            gone.append(Unschedulable(name, view.reason or "unschedulable"))
+        return gone
+
+    def next_wakeup(self) -> float | None:
+        wake, self._wake = self._wake, None
+        return None if self.broken else wake
+
+    def pending(self) -> int:
+        return self.unbound()
+
+    def running(self) -> int:
+        return len(self.node_of)
+
+    def over_allocations(self) -> int:
+        return self._over
+
+    def close(self) -> None:
+        """Delete the run's nodes and namespace, whatever happened before."""
+        if self._closed:
+            return
+        self._closed = True
+        self.watch.stop()
+        try:
+            self.core.delete_collection_node(label_selector=f"{SIMULATED}={self.run_id}", _request_timeout=30)
+            self.core.delete_namespace(self.namespace, grace_period_seconds=0, _request_timeout=30)
+            if self._classes:
+                client.SchedulingV1Api(self.api).delete_collection_priority_class(
+                    label_selector=f"{SIMULATED}={self.run_id}", _request_timeout=30
+                )
+        except (ApiException, urllib3.exceptions.HTTPError, OSError) as exc:
+            log.error(
+                "cleanup of namespace %s / nodes %s=%s failed: %s; delete them by hand",
+                self.namespace,
+                SIMULATED,
+                self.run_id,
+                exc,
+            )
+
+    # ---- ClusterView for the sync policies --------------------------------------------------------
+
+    def unbound(self, kube: bool | None = None) -> int:
+        return self.watch.count(kube)
+
+    def unmarked(self, kube: bool | None = None) -> int:
+        return self.watch.count(kube, unmarked=True)
+
+    def fences(self) -> dict[str, int]:
+        return self._fences
+
+    def new_bindings(self) -> int:
+        return len(self.watch.bound)
+
+    def last_event_age(self) -> float:
+        return time.monotonic() - self.watch.last_event
+
+    def wait_event(self, timeout: float) -> None:
+        with self.watch.cond:
+            self.watch.cond.wait(timeout)
+
+    def _break(self, reason: str) -> None:
+        if self.broken is None:
+            log.error("%s", reason)
+            self.broken = reason
+
+
+def _alloc(a: dict[str, str]) -> tuple[int, int, int]:
+    mem = quantities.byte_count(a["memory"]) if "memory" in a else -1
+    return quantities.milli_cpu(a.get("cpu", "0")), mem, quantities.count(a.get("pods", "110"))
+
+
+def _requests(pod: client.V1Pod) -> tuple[int, int]:
+    cpu = mem = 0
+    for c in pod.spec.containers:
+        r = (c.resources.requests if c.resources else None) or {}
+        cpu += quantities.milli_cpu(r["cpu"]) if "cpu" in r else 0
+        mem += quantities.byte_count(r["memory"]) if "memory" in r else 0
+    return cpu, mem

@@ -1,0 +1,157 @@
+"""A loss-free view of the run's pods: list, then watch from that resourceVersion, relist on 410 Gone.
+
+Bindings are what the adapter must never miss, so they are derived from *state* (a pod's spec.nodeName),
+not from individual events: a relist after an expired watch or an apiserver restart compares each pod
+with what was known and reports the bindings that happened in the gap, in resourceVersion order.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+
+import urllib3
+from kubernetes import client, watch
+from kubernetes.client.rest import ApiException
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class PodView:
+    node: str | None = None
+    marked: bool = False  # PodScheduled=False seen (the scheduler tried and failed)
+    reason: str = ""
+    rv: int = 0
+    evicted: bool = False
+    kube: bool = True  # served by the kube-scheduler whose /metrics the settle policy reads
+
+
+class PodWatch:
+    WATCH_SECONDS = 300  # the apiserver ends a watch after this; we resume from the last resourceVersion
+
+    def __init__(self, core: client.CoreV1Api, namespace: str):
+        self.core = core
+        self.namespace = namespace
+        self.pods: dict[str, PodView] = {}
+        self.bound: list[tuple[int, str, str]] = []  # (rv, pod, node), not yet handed out
+        self.evictions: list[tuple[str, str]] = []  # (pod, why): bound pods someone else deletes
+        self.cond = threading.Condition()
+        self.last_event = time.monotonic()
+        self.relists = 0
+        self.reconnects = 0
+        self.error: str | None = None
+        self._rv = "0"
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="podwatch", daemon=True)
+
+    def start(self) -> None:
+        self._relist()
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    # ---- state updates --------------------------------------------------------------------------
+
+    def _apply(self, pod: client.V1Pod, deleted: bool = False) -> None:
+        name = pod.metadata.name
+        rv = int(pod.metadata.resource_version or 0)
+        with self.cond:
+            view = self.pods.get(name)
+            going = deleted or pod.metadata.deletion_timestamp is not None
+            if view is not None and view.node is not None and going and not view.evicted:
+                # we forget pods before deleting them: this is someone else's delete (a preemption)
+                view.evicted = True
+                self.evictions.append((name, "deleted by the cluster (preemption victim?)"))
+            if deleted:
+                self.pods.pop(name, None)
+            elif view is not None and rv >= view.rv:
+                view.rv = rv
+                if pod.spec.node_name and view.node is None:
+                    view.node = pod.spec.node_name
+                    self.bound.append((rv, name, view.node))
+                for c in (pod.status.conditions if pod.status else None) or []:
+                    if c.type == "PodScheduled" and c.status == "False":
+                        view.marked, view.reason = True, c.message or c.reason or ""
+            self.last_event = time.monotonic()
+            self.cond.notify_all()
+
+    def track(self, name: str, kube: bool = True) -> None:
+        """Called before creating a pod, so its first watch event is never dropped as unknown."""
+        with self.cond:
+            self.pods.setdefault(name, PodView(kube=kube))
+
+    def count(self, kube: bool | None, unmarked: bool = False) -> int:
+        with self.cond:
+            return sum(
+                v.node is None and (kube is None or v.kube == kube) and not (unmarked and v.marked)
+                for v in self.pods.values()
+            )
+
+    def forget(self, name: str) -> None:
+        with self.cond:
+            self.pods.pop(name, None)
+            self.bound = [b for b in self.bound if b[1] != name]
+
+    def take_bindings(self, limit: int | None = None) -> list[tuple[str, str]]:
+        with self.cond:
+            self.bound.sort()
+            out, self.bound = self.bound[:limit], self.bound[limit:] if limit is not None else []
+            return [(p, n) for _, p, n in out]
+
+    # ---- the loop -------------------------------------------------------------------------------
+
+    def _relist(self) -> None:
+        pods = self.core.list_namespaced_pod(self.namespace, _request_timeout=30)
+        for pod in sorted(pods.items, key=lambda p: int(p.metadata.resource_version or 0)):
+            self._apply(pod)
+        self._rv = pods.metadata.resource_version
+        self.relists += 1
+
+    def _run(self) -> None:
+        delay = 0.05
+        while not self._stop.is_set():
+            try:
+                w = watch.Watch()
+                for ev in w.stream(
+                    self.core.list_namespaced_pod,
+                    self.namespace,
+                    resource_version=self._rv,
+                    allow_watch_bookmarks=True,
+                    timeout_seconds=300,
+                    _request_timeout=(5, 330),
+                ):
+                    if self._stop.is_set():
+                        w.stop()
+                        return
+                    obj = ev["object"]
+                    if ev["type"] == "ERROR":
+                        raise ApiException(status=getattr(obj, "code", None) or obj.get("code", 500))
+                    if ev["type"] != "BOOKMARK":
+                        self._apply(obj, deleted=ev["type"] == "DELETED")
+                    self._rv = obj.metadata.resource_version if ev["type"] != "ERROR" else self._rv
+                    delay = 0.05
+                continue  # the watch timed out normally: resume from the last resourceVersion
+            except ApiException as exc:
+                if exc.status == 410:
+                    log.info("pod watch expired (410 Gone): relisting")
+                    self._safe_relist()
+                    continue
+                log.warning("pod watch failed (%s); reconnecting", exc.status)
+            except (urllib3.exceptions.HTTPError, OSError, ValueError) as exc:
+                log.warning("pod watch connection lost (%s); reconnecting", type(exc).__name__)
+            if self._stop.is_set():
+                return
+            self.reconnects += 1
+            time.sleep(delay)
+            delay = min(delay * 2, 2.0)
+            self._safe_relist()
+
+    def _safe_relist(self) -> None:
+        try:
+            self._relist()
+        except (ApiException, urllib3.exceptions.HTTPError, OSError) as exc:
+            log.warning("relist failed (%s); will retry", type(exc).__name__)

@@ -1,0 +1,86 @@
+"""`--backend apiserver` for one run: which cluster, which scheduler, and cleanup whatever happens.
+
+Without --kubeconfig the run uses the control plane `batkube controlplane up` started, or starts a
+private one in the run directory for the run's duration (with the user's --scheduler-config), so
+`batkube run --backend apiserver` works on its own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
+import yaml
+from kubernetes import client, config
+from pydantic import BaseModel
+
+from batkube_py.cluster.apiserver import ApiServerCluster
+from batkube_py.controlplane.manager import ControlPlane, ControlPlaneError
+from batkube_py.decision import BackendFactory
+from batkube_py.sync import SyncOptions
+from batkube_py.translate import DEFAULT_SCHEDULER
+
+log = logging.getLogger(__name__)
+
+
+class ApiServerConfig(BaseModel):
+    kubeconfig: Path | None = None
+    scheduler_config: Path | None = None
+    controlplane_dir: Path | None = None
+    scheduler_names: list[str] = []
+    sync: SyncOptions = SyncOptions()
+    keep_controlplane: bool = False
+
+
+def profile_names(scheduler_config: Path) -> set[str]:
+    doc = yaml.safe_load(scheduler_config.read_text()) or {}
+    return {p.get("schedulerName", DEFAULT_SCHEDULER) for p in doc.get("profiles") or [{}]}
+
+
+@contextlib.contextmanager
+def apiserver_session(cfg: ApiServerConfig, run_dir: Path | None = None) -> Iterator[BackendFactory]:
+    started: ControlPlane | None = None
+    sync = cfg.sync.model_copy()
+    names = set(cfg.scheduler_names)
+    kube_names: set[str] = set()
+    kubeconfig = cfg.kubeconfig
+    if kubeconfig is None:
+        cp = ControlPlane(cfg.controlplane_dir)
+        if not all(cp.running().values()):
+            if cfg.controlplane_dir is None and run_dir is not None:
+                cp = ControlPlane(run_dir / "controlplane")
+            log.info("starting a control plane in %s for this run", cp.dir)
+            cp.up(cfg.scheduler_config)
+            started = cp
+        st = cp.state()
+        if st is None:
+            raise ControlPlaneError(f"no control plane state in {cp.dir}")
+        kubeconfig = st.kubeconfig
+        if sync.metrics_url is None:
+            sync.metrics_url = st.scheduler_metrics
+        kube_names = profile_names(cp.dir / "scheduler-config.yaml")
+        names |= kube_names
+    elif sync.metrics_url is not None:
+        # an existing cluster: the metrics are those of a kube-scheduler with these profiles
+        kube_names = profile_names(cfg.scheduler_config) if cfg.scheduler_config else {DEFAULT_SCHEDULER}
+        if cfg.scheduler_names:
+            names |= kube_names
+    api = config.new_client_from_config(config_file=str(kubeconfig))
+    api.configuration.connection_pool_maxsize = 8
+    clusters: list[ApiServerCluster] = []
+
+    def factory(nodes: list[client.V1Node]) -> ApiServerCluster:
+        cluster = ApiServerCluster(nodes, api, sync, scheduler_names=names or None, kube_names=kube_names)
+        clusters.append(cluster)
+        return cluster
+
+    try:
+        yield factory
+    finally:
+        for c in clusters:
+            c.close()
+        api.close()
+        if started is not None and not cfg.keep_controlplane:
+            started.down()

@@ -1,0 +1,267 @@
+"""When is a wall-clock scheduler done with the current simulated instant?
+
+Batsim's clock stands still while the adapter has not replied, so the adapter may wait as long as it
+likes in wall time without the simulation noticing. The question is only *how long*: too short and a
+decision the scheduler was about to make lands at a later simulated time (Batkube's −10 % makespan), too
+long and the run crawls. See docs/sync.md.
+
+- ``SettlePolicy`` (default) waits exactly until the scheduler has nothing left to do for the current
+  state: every pending pod of the run is back in the scheduler's queues with nothing active, in flight,
+  backing off or binding (read from kube-scheduler's own /metrics), or — for schedulers without those
+  metrics — every pending pod is marked PodScheduled=False and the pods have been quiet for a while.
+- ``TimeoutPolicy`` is Batkube's loop, for comparison: a fixed wall-time budget per Batsim step, one
+  decision per step, CALL_ME_LATER steps growing by a multiplier.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import ssl
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from pydantic import BaseModel, Field
+
+log = logging.getLogger(__name__)
+
+
+class SchedulerUnresponsive(RuntimeError):
+    """The scheduler crashed or never answered; the run drains and stops."""
+
+
+class SyncOptions(BaseModel):
+    policy: Literal["settle", "timeout"] = "settle"
+    metrics_url: str | None = Field(None, description="kube-scheduler /metrics (settle policy)")
+    quiet: float = Field(0.05, description="s of pod silence that counts as 'done' without metrics")
+    confirm: float = Field(0.004, description="s the metrics must stay settled (informer lag margin)")
+    crash_timeout: float = Field(30.0, description="s without any scheduler sign of life → stop")
+    # Batkube's knobs (timeout policy)
+    timeout: float = 0.020
+    min_delay: float = 0.0
+    base_step: float = 0.1
+    max_step: float = 20.0
+    multiplier: float = 2.0
+    fast_forward: bool = False
+    detect_crash: bool = False
+
+
+class ClusterView(Protocol):
+    """What a policy may look at; implemented by ApiServerCluster."""
+
+    def unbound(self, kube: bool | None) -> int:
+        """Pending pods: of kube-scheduler's profiles (True), of other schedulers (False), all (None)."""
+
+    def unmarked(self, kube: bool | None) -> int: ...
+    def new_bindings(self) -> int: ...
+
+    def fences(self) -> dict[str, int]:
+        """How many scheduler event handlers our own writes must have triggered, by event label."""
+
+    def last_event_age(self) -> float: ...
+    def running(self) -> int: ...
+    def wait_event(self, timeout: float) -> None: ...
+
+
+@dataclass
+class Metrics:
+    active: float = 0
+    backoff: float = 0
+    unschedulable: float = 0
+    gated: float = 0
+    in_flight: float = 0
+    binding: float = 0
+    nodes: float = 0
+    attempts: float = 0
+    events: dict[str, float] = field(default_factory=dict)  # event handlers completed, by event label
+
+    @property
+    def queued(self) -> float:
+        return self.active + self.backoff + self.unschedulable + self.gated
+
+
+_LINE = re.compile(r"^(scheduler_[a-z_]+)(?:\{([^}]*)\})? ([0-9.eE+-]+)$", re.M)
+
+
+def parse_metrics(text: str) -> Metrics:
+    m = Metrics()
+    for name, labels, value in _LINE.findall(text):
+        v = float(value)
+        if name == "scheduler_pending_pods":
+            q = re.search(r'queue="([a-z]+)"', labels)
+            if q and q.group(1) in ("active", "backoff", "unschedulable", "gated"):
+                setattr(m, q.group(1), v)
+        elif name == "scheduler_inflight_events" and 'event="PodPopped"' in labels:
+            m.in_flight = v
+        elif name == "scheduler_goroutines" and 'operation="binding"' in labels:
+            m.binding = v
+        elif name == "scheduler_scheduler_cache_size" and 'type="nodes"' in labels:
+            m.nodes = v
+        elif name == "scheduler_event_handling_duration_seconds_count":
+            e = re.search(r'event="([A-Za-z]+)"', labels)
+            if e:
+                m.events[e.group(1)] = v
+        elif name == "scheduler_schedule_attempts_total":
+            m.attempts += v
+    return m
+
+
+class MetricsSource:
+    def __init__(self, url: str, timeout: float = 2.0):
+        self.url = url
+        self.timeout = timeout
+        self._ctx = ssl._create_unverified_context()  # loopback, the scheduler's self-signed cert
+
+    def scrape(self) -> Metrics | None:
+        try:
+            with urllib.request.urlopen(self.url, timeout=self.timeout, context=self._ctx) as r:
+                return parse_metrics(r.read().decode())
+        except (OSError, ValueError):
+            return None
+
+
+class SettlePolicy:
+    def __init__(self, opts: SyncOptions, metrics: MetricsSource | None):
+        self.opts = opts
+        self.metrics = metrics
+        self.waits = 0
+        self.wall = 0.0
+        self.base: dict[str, float] = {}
+
+    def baseline(self) -> None:
+        """Counters are cumulative over the scheduler's life; fences count from here."""
+        m = self.metrics.scrape() if self.metrics else None
+        self.base = dict(m.events) if m else {}
+
+    def wait_nodes(self, n: int) -> None:
+        """Pods created before the scheduler saw the nodes would fail and sit out a backoff."""
+        if self.metrics is None:
+            time.sleep(0.2)
+            return
+        deadline = time.monotonic() + self.opts.crash_timeout
+        while time.monotonic() < deadline:
+            m = self.metrics.scrape()
+            if m is not None and m.nodes >= n:
+                return
+            time.sleep(0.05)
+        raise SchedulerUnresponsive(
+            f"kube-scheduler ({self.metrics.url}) did not see the {n} nodes "
+            f"within {self.opts.crash_timeout:.0f} s"
+        )
+
+    def settle(self, view: ClusterView) -> None:
+        """Block until kube-scheduler's pods (read from /metrics) and other schedulers' pods are settled."""
+        t0 = time.monotonic()
+        self.waits += 1
+        life, attempts, settled_at = t0, -1.0, None
+        try:
+            while view.unbound(None):
+                now = time.monotonic()
+                kube_ok, m = self._kube_settled(view)
+                if m is not None and m.attempts != attempts:
+                    life, attempts = now, m.attempts
+                other_ok = view.unbound(False) == 0 or (
+                    view.unmarked(False) == 0 and view.last_event_age() >= self.opts.quiet
+                )
+                if kube_ok and other_ok:
+                    if settled_at is None:
+                        settled_at = now
+                    elif now - settled_at >= self.opts.confirm:
+                        log.debug("settled after %.1f ms: %s fences=%s base=%s", (now - t0) * 1e3, m,
+                                  view.fences(), self.base)  # fmt: skip
+                        return
+                else:
+                    settled_at = None
+                if now - life > self.opts.crash_timeout:
+                    raise SchedulerUnresponsive(self._stuck(view, m))
+                view.wait_event(0.001 if settled_at is not None else 0.002)
+        finally:
+            self.wall += time.monotonic() - t0
+
+    def _kube_settled(self, view: ClusterView) -> tuple[bool, Metrics | None]:
+        """Nothing active, in flight, backing off or binding, and every pending pod back in a queue."""
+        if self.metrics is None or view.unbound(True) == 0:
+            return True, None
+        m = self.metrics.scrape()
+        ok = (
+            m is not None and m.active == 0 and m.backoff == 0 and m.in_flight == 0 and m.binding == 0
+            and m.queued == view.unbound(True)
+            and all(m.events.get(k, 0) - self.base.get(k, 0) >= n for k, n in view.fences().items())
+        )  # fmt: skip
+        return ok, m
+
+    def _stuck(self, view: ClusterView, m: Metrics | None) -> str:
+        if self.metrics is not None and view.unbound(True):
+            what = "stopped answering" if m is None else "made no scheduling attempt"
+            return (
+                f"kube-scheduler ({self.metrics.url}) {what} for {self.opts.crash_timeout:.0f} s while "
+                f"{view.unbound(True)} pods wait; see its log (e.g. <controlplane dir>/kube-scheduler.log)"
+            )
+        return (
+            f"no scheduler answered for {self.opts.crash_timeout:.0f} s: {view.unmarked(False)} pending "
+            "pods were neither bound nor marked PodScheduled=False (is a scheduler serving their "
+            "schedulerName?)"
+        )
+
+    def next_wakeup(self, now: float, view: ClusterView) -> float | None:
+        return None
+
+
+class TimeoutPolicy:
+    """Batkube's broker loop (BATKUBE.md §4.3), kept to measure what it loses."""
+
+    def __init__(self, opts: SyncOptions):
+        self.opts = opts
+        self.step = opts.base_step
+        self.first_decision = False
+        self.last_decision = time.monotonic()
+        self.waits = 0
+        self.wall = 0.0
+
+    def wait_nodes(self, n: int) -> None:
+        time.sleep(0.2)
+
+    def reset(self) -> None:
+        self.step = self.opts.base_step
+
+    def settle(self, view: ClusterView) -> int:
+        """Wait for at most one decision within the timeout; returns how many bindings to hand out (0/1)."""
+        t0 = time.monotonic()
+        self.waits += 1
+        got = 0
+        while True:
+            elapsed = time.monotonic() - t0
+            if view.new_bindings() and elapsed >= self.opts.min_delay:
+                got = 1
+                break
+            if elapsed > self.opts.timeout:
+                break
+            view.wait_event(min(0.001, max(self.opts.timeout - elapsed, 0.0001)))
+        self.wall += time.monotonic() - t0
+        now = time.monotonic()
+        if got:
+            self.first_decision, self.last_decision = True, now
+            self.reset()
+        elif view.running():
+            self.last_decision = now
+        elif (
+            self.opts.detect_crash
+            and view.unbound(None)
+            and now - self.last_decision > self.opts.crash_timeout
+        ):
+            raise SchedulerUnresponsive(
+                f"was expecting a decision from the scheduler for {self.opts.crash_timeout:.0f} s"
+            )
+        return got
+
+    def next_wakeup(self, now: float, view: ClusterView) -> float | None:
+        if not self.first_decision:
+            step = self.opts.base_step / 5
+        elif self.opts.fast_forward and view.unbound(None) == 0:
+            return None
+        else:
+            self.step = min(self.step * self.opts.multiplier, self.opts.max_step)
+            step = self.step
+        return round(now + step, 3) if step > 0 else None

@@ -1,0 +1,215 @@
+"""Faults the real backend must survive or report: expired watches, an apiserver restart, a dead or
+silent scheduler, and API errors (bounded retries)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from apiserver_support import WORKLOADS, run_cli, start
+from kubernetes import client, config
+from kubernetes.client.rest import ApiException
+
+from batkube_py.cluster.apiserver import ApiServerCluster
+from batkube_py.cluster.base import BackendError
+from batkube_py.controlplane.podwatch import PodWatch
+from batkube_py.sync import SyncOptions
+
+
+@pytest.fixture
+def cp(tmp_path: Path):
+    plane = start(tmp_path / "cp")
+    yield plane
+    plane.down()
+
+
+def _rows(out: Path) -> int:
+    f = out / "pods.csv"
+    return max(0, len(f.read_text().splitlines()) - 1) if f.exists() else 0
+
+
+def _when(cond, then, timeout=120.0) -> threading.Thread:
+    def body():
+        deadline = time.monotonic() + timeout
+        while not cond() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        then()
+
+    t = threading.Thread(target=body, daemon=True)
+    t.start()
+    return t
+
+
+def test_watch_410_gone_relists_without_losing_a_binding(cp):
+    """Bindings made while the watch is expired are recovered by the relist, in order."""
+    st = cp.state()
+    api = config.new_client_from_config(config_file=str(st.kubeconfig))
+    core = client.CoreV1Api(api)
+    ns = "w410"
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=ns)))
+    core.create_namespaced_service_account(
+        ns, client.V1ServiceAccount(metadata=client.V1ObjectMeta(name="default"))
+    )
+    node = client.V1Node(
+        metadata=client.V1ObjectMeta(name="n410"),
+        status=client.V1NodeStatus(allocatable={"cpu": "100", "pods": "110"}),
+    )
+    core.create_node(node)
+    w = PodWatch(core, ns)
+    w.start()
+    names = [f"p{i}" for i in range(30)]
+    for n in names:
+        w.track(n)
+        pod = client.V1Pod(
+            metadata=client.V1ObjectMeta(name=n),
+            spec=client.V1PodSpec(
+                scheduler_name="nobody", containers=[client.V1Container(name="c", image="x")]
+            ),
+        )
+        core.create_namespaced_pod(ns, pod)
+    for i, n in enumerate(names):
+        if i % 10 == 0:
+            w._rv = "1"  # far older than the watch cache: the next (re)connect gets 410 Gone
+            w.reconnects_before = w.reconnects
+        body = client.V1Binding(
+            metadata=client.V1ObjectMeta(name=n), target=client.V1ObjectReference(kind="Node", name="n410")
+        )
+        core.create_namespaced_binding(ns, body, _preload_content=False)
+    deadline = time.monotonic() + 20
+    while len(w.bound) < 30 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    got = [p for p, _ in w.take_bindings()]
+    w.stop()
+    core.delete_node("n410")
+    api.close()
+    assert sorted(got) == sorted(names)
+
+
+def test_watch_expiry_forced_during_a_run(cp, tmp_path: Path, monkeypatch):
+    """The pod watch ends every second and often resumes from an expired resourceVersion: nothing lost."""
+    watches: list[PodWatch] = []
+    orig_start = PodWatch.start
+
+    def start_and_register(self):
+        watches.append(self)
+        orig_start(self)
+
+    monkeypatch.setattr(PodWatch, "WATCH_SECONDS", 1)
+    monkeypatch.setattr(PodWatch, "start", start_and_register)
+    stop = threading.Event()
+
+    def expire():
+        while not stop.wait(0.3):
+            for w in watches:
+                w._rv = "1"
+
+    threading.Thread(target=expire, daemon=True).start()
+    st = cp.state()
+    try:
+        code, output, s = run_cli(
+            tmp_path / "run",
+            WORKLOADS / "spaced_200_delay170.json",
+            "--kubeconfig",
+            str(st.kubeconfig),
+            "--scheduler-metrics",
+            st.scheduler_metrics,
+        )
+    finally:
+        stop.set()
+    assert code == 0, output
+    assert watches and watches[0].relists >= 2
+    assert s["jobs_succeeded"] == 200
+    assert s["makespan"] == pytest.approx(2280.0, rel=0.01)
+
+
+def test_apiserver_restart_mid_run(cp, tmp_path: Path):
+    st = cp.state()
+    out = tmp_path / "run"
+
+    def restart():
+        cp.stop("kube-apiserver")
+        cp.start_apiserver(cp.state())
+
+    t = _when(lambda: _rows(out) >= 60, restart)
+    code, output, s = run_cli(
+        out,
+        WORKLOADS / "200_delay170.json",
+        "--kubeconfig",
+        str(st.kubeconfig),
+        "--scheduler-metrics",
+        st.scheduler_metrics,
+    )
+    t.join(60)
+    assert code == 0, output
+    assert s["jobs_succeeded"] == 200 and s["over_allocations"] == 0
+    assert s["makespan"] == pytest.approx(2210.0, rel=0.01)
+
+
+def test_scheduler_crash_is_named_and_outputs_kept(cp, tmp_path: Path):
+    st = cp.state()
+    out = tmp_path / "run"
+    t = _when(lambda: _rows(out) >= 20, lambda: cp.stop("kube-scheduler"))
+    code, output, s = run_cli(
+        out,
+        WORKLOADS / "200_delay170.json",
+        "--kubeconfig",
+        str(st.kubeconfig),
+        "--scheduler-metrics",
+        st.scheduler_metrics,
+        "--scheduler-crash-timeout",
+        "3",
+    )
+    t.join(10)
+    assert code != 0
+    assert "kube-scheduler" in s["error"], s["error"]
+    assert s["jobs_succeeded"] >= 20 and s["jobs_unfinished"] == 0  # drained: killed or rejected
+    assert (out / "out_jobs.csv").exists() and (out / "pods.csv").exists()
+
+
+def test_scheduler_that_never_answers(cp, tmp_path: Path):
+    from apiserver_support import workload
+
+    wl = workload(tmp_path / "w.json", 5, 1, ["ghost"])
+    st = cp.state()
+    code, output, s = run_cli(
+        tmp_path / "run",
+        wl,
+        "--kubeconfig",
+        str(st.kubeconfig),
+        "--scheduler-name",
+        "ghost",
+        "--scheduler-crash-timeout",
+        "2",
+    )
+    assert code != 0
+    assert "no scheduler answered" in s["error"] and "schedulerName" in s["error"]
+    assert s["jobs_rejected"] == 5
+
+
+class _Flaky:
+    def __init__(self, failures: int, status: int | None = 503):
+        self.failures, self.status, self.calls = failures, status, 0
+
+    def __call__(self, *args, **kw):
+        self.calls += 1
+        if self.calls <= self.failures:
+            if self.status is None:
+                raise ConnectionRefusedError("down")
+            raise ApiException(status=self.status, reason="flaky")
+        return "ok"
+
+
+def test_api_errors_are_retried_a_bounded_number_of_times():
+    cluster = ApiServerCluster.__new__(ApiServerCluster)
+    cluster.retries = 3
+    assert cluster._call("x", _Flaky(2)) == "ok"
+    assert cluster._call("x", _Flaky(2, None)) == "ok"
+    with pytest.raises(BackendError, match="unreachable.*4 times"):
+        cluster._call("create pod p", _Flaky(10, None))
+    with pytest.raises(BackendError, match="503"):
+        cluster._call("create pod p", _Flaky(10))
+    with pytest.raises(BackendError, match="422"):
+        cluster._call("create pod p", _Flaky(1, 422))  # not transient: no retry
+    assert SyncOptions().policy == "settle"
