@@ -6,11 +6,13 @@ from typing import Any
 
 from batkube_py.scheduler.framework import Plugin
 from batkube_py.scheduler.plugins.imagelocality import ImageLocality
+from batkube_py.scheduler.plugins.interpodaffinity import InterPodAffinity
 from batkube_py.scheduler.plugins.nodeaffinity import NodeAffinity
 from batkube_py.scheduler.plugins.nodename import NodeName
 from batkube_py.scheduler.plugins.noderesources import BalancedAllocation, NodeResourcesFit
 from batkube_py.scheduler.plugins.nodeunschedulable import NodeUnschedulable
 from batkube_py.scheduler.plugins.noop import NOOP_PLUGINS
+from batkube_py.scheduler.plugins.podtopologyspread import PodTopologySpread
 from batkube_py.scheduler.plugins.tainttoleration import TaintToleration
 
 REGISTRY: dict[str, type[Plugin]] = {
@@ -22,6 +24,8 @@ REGISTRY: dict[str, type[Plugin]] = {
         NodeAffinity,
         NodeResourcesFit,
         BalancedAllocation,
+        PodTopologySpread,
+        InterPodAffinity,
         ImageLocality,
         *NOOP_PLUGINS,
     )
@@ -42,10 +46,12 @@ __all__ = [
     "REGISTRY",
     "BalancedAllocation",
     "ImageLocality",
+    "InterPodAffinity",
     "NodeAffinity",
     "NodeName",
     "NodeResourcesFit",
     "NodeUnschedulable",
+    "PodTopologySpread",
     "TaintToleration",
     "build_plugin",
 ]

@@ -1,4 +1,4 @@
-"""NodeResourcesFit (filter + LeastAllocated score) and NodeResourcesBalancedAllocation.
+"""NodeResourcesFit (filter + scoring strategy) and NodeResourcesBalancedAllocation.
 
 Formulas from kube-scheduler's noderesources package (KUBE_SCHEDULER.md §4.2-4.3), in its integer
 arithmetic: milli-cpu and bytes in int64, int64 division where upstream divides integers. A resource
@@ -18,6 +18,8 @@ from batkube_py.scheduler.framework import (
     FilterResult,
     Plugin,
 )
+from batkube_py.scheduler.pluginargs import NodeResourcesBalancedAllocationArgs, NodeResourcesFitArgs
+from batkube_py.scheduler.plugins import resourcescoring
 from batkube_py.scheduler.podinfo import PodInfo
 from batkube_py.scheduler.snapshot import NodeTable
 
@@ -41,23 +43,46 @@ def fits(
 
 
 class NodeResourcesFit(Plugin):
+    """Fit filter (cpu, memory, pods, extended resources) and a configurable scoring strategy."""
+
     name = "NodeResourcesFit"
     filters = True
     scores = True
 
-    def __init__(self, resource_weights: dict[str, int] | None = None):
+    def __init__(
+        self,
+        resource_weights: dict[str, int] | None = None,
+        strategy: str = "LeastAllocated",
+        shape: list[tuple[int, int]] | None = None,
+        ignored_resources: frozenset[str] = frozenset(),
+        ignored_groups: frozenset[str] = frozenset(),
+    ):
         weights = resource_weights or {"cpu": 1, "memory": 1}
-        self.w_cpu = int(weights.get("cpu", 0))
-        self.w_mem = int(weights.get("memory", 0))
+        self.resources = [(r, int(w)) for r, w in weights.items() if w]
+        self.strategy = strategy
+        self.shape = shape or []
+        self.ignored = ignored_resources
+        self.ignored_groups = ignored_groups
 
     @classmethod
-    def from_args(cls, args) -> NodeResourcesFit:
+    def from_args(cls, args: NodeResourcesFitArgs | None) -> NodeResourcesFit:
         if args is None:
             return cls()
-        return cls({r.name: r.weight for r in args.scoringStrategy.resources})
+        st = args.scoringStrategy
+        rtcr = st.requestedToCapacityRatio
+        return cls(
+            {r.name: r.weight for r in st.resources},
+            st.type,
+            [(p.utilization, p.score) for p in rtcr.shape] if rtcr is not None else None,
+            frozenset(args.ignoredResources),
+            frozenset(args.ignoredResourceGroups),
+        )
 
     def events_to_register(self) -> frozenset[str]:
         return frozenset({POD_DELETE, NODE_ADD, NODE_UPDATE})
+
+    def _ignored(self, resource: str) -> bool:
+        return resource in self.ignored or resource.partition("/")[0] in self.ignored_groups
 
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> FilterResult:
         free_cpu, free_mem, free_pods = nodes.free(idx)
@@ -65,50 +90,50 @@ class NodeResourcesFit(Plugin):
         pods_bad = free_pods < 1
         cpu_bad = (pod.milli_cpu > 0) & (pod.milli_cpu > free_cpu)
         mem_bad = (pod.memory > 0) & limited & (pod.memory > free_mem)
+        checks = [(TOO_MANY_PODS, pods_bad), (INSUFFICIENT_CPU, cpu_bad), (INSUFFICIENT_MEMORY, mem_bad)]
+        for r, q in sorted(pod.extended.items()):
+            if q == 0 or self._ignored(r):
+                continue
+            if r in nodes.alloc_ext:
+                checks.append((f"Insufficient {r}", q > nodes.alloc_ext[r][idx] - nodes.req_ext[r][idx]))
+            else:
+                checks.append((f"Insufficient {r}", np.ones(idx.size, dtype=bool)))
         reasons = {}
-        for reason, bad in (
-            (TOO_MANY_PODS, pods_bad),
-            (INSUFFICIENT_CPU, cpu_bad),
-            (INSUFFICIENT_MEMORY, mem_bad),
-        ):
+        bad_any = np.zeros(idx.size, dtype=bool)
+        for reason, bad in checks:
             n = int(bad.sum())
             if n:
                 reasons[reason] = n
-        return FilterResult(~(pods_bad | cpu_bad | mem_bad), reasons)
+                bad_any |= bad
+        return FilterResult(~bad_any, reasons)
 
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> np.ndarray:
-        """LeastAllocated over NonZeroRequested (100m / 200Mi for a missing request)."""
-        num = np.zeros(idx.size, dtype=np.int64)
-        den = np.zeros(idx.size, dtype=np.int64)
-        for alloc, requested, weight, modelled in (
-            (nodes.alloc_cpu[idx], nodes.nz_cpu[idx] + pod.nonzero_cpu, self.w_cpu, None),
-            (
-                nodes.alloc_mem[idx],
-                nodes.nz_mem[idx] + pod.nonzero_memory,
-                self.w_mem,
-                nodes.mem_limited[idx],
-            ),
-        ):
-            if weight == 0:
-                continue
-            use = alloc > 0 if modelled is None else (alloc > 0) & modelled
-            safe = np.where(use, alloc, 1)
-            s = np.where(requested > alloc, 0, (alloc - requested) * MAX_NODE_SCORE // safe)
-            num += np.where(use, s * weight, 0)
-            den += np.where(use, weight, 0)
-        return np.where(den > 0, num // np.maximum(den, 1), 0)
+        """The strategy over NonZeroRequested (100m / 200Mi for a missing cpu/memory request)."""
+        cols = resourcescoring.columns(self.resources, pod, nodes, idx, nonzero=True)
+        if self.strategy == "MostAllocated":
+            return resourcescoring.most_allocated(cols, idx.size)
+        if self.strategy == "RequestedToCapacityRatio":
+            return resourcescoring.requested_to_capacity_ratio(cols, idx.size, self.shape)
+        return resourcescoring.least_allocated(cols, idx.size)
 
 
 class BalancedAllocation(Plugin):
     name = "NodeResourcesBalancedAllocation"
     scores = True
 
+    def __init__(self, resources: list[str] | None = None):
+        self.resources = resources or ["cpu", "memory"]
+        self._default = self.resources == ["cpu", "memory"]
+
     @classmethod
-    def from_args(cls, args) -> BalancedAllocation:
-        return cls()
+    def from_args(cls, args: NodeResourcesBalancedAllocationArgs | None) -> BalancedAllocation:
+        return cls([r.name for r in args.resources] if args is not None else None)
 
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> np.ndarray:
-        """(1 - std of the cpu/memory request fractions) × 100, on actual requests."""
+        """(1 - std of the request fractions) × 100, on actual requests (useRequested)."""
+        if not self._default:
+            cols = resourcescoring.columns([(r, 1) for r in self.resources], pod, nodes, idx, nonzero=False)
+            return resourcescoring.balanced(cols, idx.size)
         cpu_alloc = nodes.alloc_cpu[idx]
         mem_alloc = nodes.alloc_mem[idx]
         cpu_use = cpu_alloc > 0

@@ -26,11 +26,8 @@ VolumeBinding = _noop("VolumeBinding", _FILTER | {"reserve", "preBind", "preScor
 VolumeZone = _noop("VolumeZone", _FILTER)
 DefaultPreemption = _noop("DefaultPreemption", frozenset({"postFilter"}))
 DefaultBinder = _noop("DefaultBinder", frozenset({"bind"}))
-# Placeholders until their modules land.
-PodTopologySpread = _noop("PodTopologySpread", _FILTER | {"preScore", "score"})
-InterPodAffinity = _noop("InterPodAffinity", _FILTER | {"preScore", "score"})
 
 NOOP_PLUGINS = [
     SchedulingGates, PrioritySort, NodePorts, VolumeRestrictions, NodeVolumeLimits,
-    VolumeBinding, VolumeZone, DefaultPreemption, DefaultBinder, PodTopologySpread, InterPodAffinity,
+    VolumeBinding, VolumeZone, DefaultPreemption, DefaultBinder,
 ]  # fmt: skip
