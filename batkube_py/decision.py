@@ -18,6 +18,7 @@ from procset import ProcSet
 
 from batkube_py import translate
 from batkube_py.cluster.base import Backend, BackendError
+from batkube_py.disruption import Disruptions
 from batkube_py.outputs import PodRecord, RunOutputs
 from batkube_py.protocol import models as m
 from batkube_py.protocol.codec import decode_message
@@ -59,6 +60,8 @@ class DecisionProcess:
         self._unavailable: set[str] = set()
         self._profiles: dict[str, dict[str, dict[str, Any]]] = {}
         self._killing: set[str] = set()
+        self._jobs: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}  # active job → (job, profile)
+        self.disruptions = Disruptions()
         self.over_allocations = 0
         self.jobs_done = 0
         self.unknown_events = 0
@@ -89,13 +92,16 @@ class DecisionProcess:
         wakes = [w for w in wakes if w is not None]
         if wakes and self.fatal is None:
             reply.call_me_later(min(wakes))
+        self.disruptions.flush_kills(reply)
+        self.disruptions.maybe_close(reply, self.no_more_jobs and self.jobs_done == len(self.records))
         return reply
 
     # ---- Batsim events --------------------------------------------------------------------------
 
     def _on_simulation_begins(self, data: m.SimulationBegins, ts: float, reply: Reply) -> None:
         self.started = True
-        self._profiles = data.profiles
+        self._profiles = {wl: dict(p) for wl, p in data.profiles.items()}
+        self.disruptions.configure(data.config)
         if not data.allow_compute_sharing:
             self._fail(
                 "Batsim runs without --enable-compute-sharing, but pods share nodes; restart it with it"
@@ -122,14 +128,15 @@ class DecisionProcess:
         log.info("cluster of %d nodes from %d compute resources", len(nodes), len(data.compute_resources))
 
     def _on_job_submitted(self, data: m.JobSubmitted, ts: float, reply: Reply) -> None:
-        job_id = data.job_id
+        self._submit(data.job_id, data.job, data.profile, ts, reply)
+
+    def _submit(self, job_id: str, job: dict | None, forwarded: dict | None, ts: float, reply: Reply) -> None:
         if job_id in self.records:
             log.error("job %s submitted twice; the second submission is ignored", job_id)
             self._reject_record(
                 translate.Rejection(job_id, "job_id", repr(job_id), "a job id not seen before")
             )
             return
-        job = data.job
         subtime = job.get("subtime") if job else None
         submit = float(subtime) if isinstance(subtime, int | float) and not isinstance(subtime, bool) else ts
         name = translate.pod_name(job_id, self._job_of_pod.keys())
@@ -141,7 +148,7 @@ class DecisionProcess:
                 record, reply, translate.Rejection(job_id, "-", "-", "SIMULATION_BEGINS first")
             )
         workload = job_id.split("!", 1)[0]
-        profile = translate.job_profile(job, data.profile, self._profiles.get(workload, {}))
+        profile = translate.job_profile(job, forwarded, self._profiles.get(workload, {}))
         pod = translate.pod_from_job(job_id, job, profile, name)
         if isinstance(pod, translate.Rejection):
             return self._reject(record, reply, pod)
@@ -162,14 +169,15 @@ class DecisionProcess:
         too_big = self.backend.fits_empty_cluster(pod)
         if too_big is not None:
             return self._reject(record, reply, translate.Rejection(job_id, "requests", "-", too_big))
+        self._jobs[job_id] = (job, profile)
         self.backend.add_pod(pod, job_id, ts)
 
     def _on_job_completed(self, data: m.JobCompleted, ts: float, reply: Reply) -> None:
-        self._finish(data.job_id, _FINAL.get(data.job_state, "Failed"), ts, data.job_state)
+        self._finish(data.job_id, _FINAL.get(data.job_state, "Failed"), ts, data.job_state, reply)
 
     def _on_job_killed(self, data: m.JobKilled, ts: float, reply: Reply) -> None:
         for job_id in data.job_ids:
-            self._finish(job_id, "Killed", ts, "COMPLETED_KILLED")
+            self._finish(job_id, "Killed", ts, "COMPLETED_KILLED", reply)
 
     def _on_notify(self, data: m.Notify, ts: float, reply: Reply) -> None:
         if data.type == "no_more_static_job_to_submit":
@@ -182,6 +190,11 @@ class DecisionProcess:
             available = data.type == "event_machine_available"
             (self._unavailable.difference_update if available else self._unavailable.update)(names)
             self.backend.set_nodes_schedulable(names, available, ts)
+            if not available:
+                down = set(names)
+                for record in self.records.values():
+                    if record.node in down and record.state in ("Running", "Starting"):
+                        self._disrupt(record, f"node {record.node} failed (machine unavailable)", True)
         else:
             log.info("ignoring NOTIFY %r", data.type)
 
@@ -198,6 +211,20 @@ class DecisionProcess:
     _on_query = _on_answer = _on_from_job_msg = _on_resource_state_changed
 
     # ---- decisions ------------------------------------------------------------------------------
+
+    def _disrupt(self, record: PodRecord, why: str, node_failure: bool) -> None:
+        if record.state == "Running":
+            self.disruptions.evict(record, why, node_failure)
+            return
+        # Starting: Batsim never ran it, so the job simply gets a new pod, scheduled afresh
+        assert self.backend is not None
+        self.backend.delete_pod(record.pod, self.now)
+        job, profile = self._jobs[record.job_id]
+        pod = translate.pod_from_job(record.job_id, job, profile, record.pod)
+        assert not isinstance(pod, translate.Rejection)
+        record.state, record.node, record.resource_id, record.bind_time = "Pending", "", "", ""
+        record.reason = f"restarted: {why}"
+        self.backend.add_pod(pod, record.job_id, self.now)
 
     def _decide(self, reply: Reply) -> None:
         assert self.backend is not None
@@ -222,6 +249,9 @@ class DecisionProcess:
                 heapq.heappush(
                     self._starting, (self.now + self.startup.sample(), len(self._starting), record.job_id)
                 )
+        for ev in self.backend.take_evictions():
+            self._disrupt(self.records[self._job_of_pod[ev.pod]], ev.reason, False)
+        self.disruptions.flush_kills(reply)
         if self.no_more_jobs and (not self._unavailable or self.no_more_external_events):
             for gone in self.backend.give_up_pending(self.now):
                 job_id = self._job_of_pod[gone.pod]
@@ -271,7 +301,7 @@ class DecisionProcess:
         if self.outputs is not None:
             self.outputs.rejected(why)
 
-    def _finish(self, job_id: str, state: str, ts: float, batsim_state: str) -> None:
+    def _finish(self, job_id: str, state: str, ts: float, batsim_state: str, reply: Reply) -> None:
         record = self.records.get(job_id)
         if record is None or record.state not in ("Running", "Pending", "Starting"):
             log.debug("ignoring completion of %s (%s)", job_id, "unknown" if record is None else record.state)
@@ -281,10 +311,21 @@ class DecisionProcess:
         record.finish_time, record.state = ts, state
         if state != "Succeeded":
             record.reason = batsim_state
+        job, profile = self._jobs.get(job_id, (None, None))
+        again = None
+        if state == "Killed" and job is not None and self.fatal is None:
+            again = self.disruptions.resubmission(record, job, profile, reply)
+        self.disruptions.evicted.pop(job_id, None)
         self._final(record)
+        if again is not None:
+            new_id, new_job, new_profile = again
+            self._profiles.setdefault(job_id.split("!", 1)[0], {})[new_job["profile"]] = new_profile
+            if not self.disruptions.acknowledged:  # Batsim will not echo a JOB_SUBMITTED for it
+                self._submit(new_id, new_job, new_profile, ts, reply)
 
     def _final(self, record: PodRecord) -> None:
         self.jobs_done += 1
+        self._jobs.pop(record.job_id, None)
         if self.outputs is not None:
             self.outputs.pod(record)
 
@@ -318,6 +359,9 @@ class DecisionProcess:
             "jobs_rejected": count["Rejected"],
             "jobs_unfinished": len(recs) - sum(count.values()),
             "over_allocations": self.over_allocations,
+            "jobs_preempted": self.disruptions.preempted,
+            "jobs_node_failures": self.disruptions.node_failures,
+            "jobs_resubmitted": self.disruptions.resubmitted,
             "unknown_events": self.unknown_events,
             "error": self.fatal,
         }

@@ -152,6 +152,7 @@ def run(cfg: RunConfig, backend_factory: BackendFactory | None = None) -> dict[s
     cmd = [
         batsim, "-p", str(cfg.platform.resolve()), "-w", str(cfg.workload.resolve()),
         "-e", str((cfg.out / "out").resolve()), "-s", endpoint.address, "--enable-compute-sharing",
+        "--enable-dynamic-jobs", "--acknowledge-dynamic-jobs",
         *cfg.batsim_args,
     ]  # fmt: skip
     (cfg.out / "batsim_cmdline.txt").write_text(" ".join(cmd) + "\n")

@@ -26,6 +26,14 @@ class Unschedulable:
     reason: str
 
 
+@dataclass(frozen=True)
+class Eviction:
+    """A running pod the backend wants gone (a preemption victim): the adapter kills its Batsim job."""
+
+    pod: str
+    reason: str
+
+
 class Backend(Protocol):
     def serves(self, scheduler_name: str) -> bool:
         """Whether some scheduler profile is responsible for pods with this schedulerName."""
@@ -42,6 +50,9 @@ class Backend(Protocol):
 
     def schedule(self, now: float) -> list[Binding]:
         """Everything the scheduler decides at `now`, in decision order."""
+
+    def take_evictions(self) -> list[Eviction]:
+        """Running pods to kill since the last call (preemption victims), in decision order."""
 
     def give_up_pending(self, now: float) -> list[Unschedulable]:
         """Remove and return the pending pods that no longer have any chance to run."""

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from kubernetes import client
 
-from batkube_py.cluster.base import Binding, Unschedulable
+from batkube_py.cluster.base import Binding, Eviction, Unschedulable
 from batkube_py.scheduler.config import build_profiles, default_config
 from batkube_py.scheduler.framework import NODE_UPDATE, POD_ADD, POD_DELETE, Profile
 from batkube_py.scheduler.plugins.noderesources import fits
 from batkube_py.scheduler.podinfo import PodInfo, pod_info
+from batkube_py.scheduler.preemption import preempt
 from batkube_py.scheduler.queue import QueueConfig, SchedulingQueue
 from batkube_py.scheduler.record import DecisionRecorder
 from batkube_py.scheduler.snapshot import NodeTable
@@ -34,6 +35,8 @@ class EmbeddedCluster:
         self.pods: dict[str, PodInfo] = {}
         self._running = 0
         self.recorder = recorder
+        self.nominated: dict[str, PodInfo] = {}  # preemptors waiting for their victims to leave
+        self._evictions: list[Eviction] = []
 
     def serves(self, scheduler_name: str) -> bool:
         return scheduler_name in self.profiles
@@ -58,6 +61,7 @@ class EmbeddedCluster:
 
     def delete_pod(self, name: str, now: float) -> None:
         info = self.pods.pop(name)
+        self.nominated.pop(name, None)
         if info.node is not None:
             self.nodes.release(info.node, info)
             self.queue.event(POD_DELETE, [info.node])
@@ -74,22 +78,61 @@ class EmbeddedCluster:
     def schedule(self, now: float) -> list[Binding]:
         bindings = []
         while (pod := self.queue.pop(now, self.nodes)) is not None:
-            decision = self.profiles[pod.scheduler_name].schedule_one(
-                pod, self.nodes, self.recorder is not None
-            )
+            profile = self.profiles[pod.scheduler_name]
+            reserved = self._reserve_nominated(pod)
+            try:
+                decision = profile.schedule_one(pod, self.nodes, self.recorder is not None)
+            finally:
+                for i, p in reserved:
+                    self.nodes.reserve(i, p, -1)
             if self.recorder is not None:
                 self.recorder.write(decision, self.nodes, now, pod.scheduler_name)
             if decision.node is None:
                 pod.rejected_by = decision.rejected_by
+                self._post_filter(profile, pod)
                 self.queue.failed(pod, now)
                 continue
+            self.nominated.pop(pod.name, None)
+            pod.nominated_node = None
             self.nodes.assume(decision.node, pod)
-            pod.node = decision.node
+            pod.node, pod.bound_at = decision.node, now
             self._running += 1
             self.queue.event(POD_ADD, [decision.node])
             bindings.append(Binding(pod.name, self.nodes.names[decision.node]))
         self.queue.end_cycle()
         return bindings
+
+    def _reserve_nominated(self, pod: PodInfo) -> list[tuple[int, PodInfo]]:
+        """Filters see nominated pods of equal or higher priority as already on their node (upstream)."""
+        reserved = [
+            (p.nominated_node, p)
+            for p in self.nominated.values()
+            if p is not pod and p.priority >= pod.priority and p.nominated_node is not None
+        ]
+        for i, p in reserved:
+            self.nodes.reserve(i, p, +1)
+        return reserved
+
+    def _post_filter(self, profile: Profile, pod: PodInfo) -> None:
+        """DefaultPreemption, unless the pod already waits for victims on its nominated node."""
+        if pod.nominated_node is not None and any(
+            p.terminating and p.priority < pod.priority
+            for p in self.nodes.pods_on[pod.nominated_node].values()
+        ):
+            return
+        found = preempt(profile, pod, self.nodes)
+        if found is None:
+            return
+        for victim in found.victims:
+            victim.terminating = True
+            why = f"preempted by {pod.name} (priority {pod.priority} > {victim.priority})"
+            self._evictions.append(Eviction(victim.name, why))
+        pod.nominated_node = found.node
+        self.nominated[pod.name] = pod
+
+    def take_evictions(self) -> list[Eviction]:
+        out, self._evictions = self._evictions, []
+        return out
 
     def give_up_pending(self, now: float) -> list[Unschedulable]:
         """With nothing running and nothing left to arrive, a pod that fits no node now never will."""

@@ -15,6 +15,14 @@ import numpy as np
 from batkube_py.scheduler.podinfo import PodInfo
 from batkube_py.scheduler.snapshot import NodeTable
 
+
+@dataclass(frozen=True)
+class PreemptionArgs:
+    """DefaultPreemption's args (upstream defaults)."""
+
+    min_candidate_nodes_percentage: int = 10
+    min_candidate_nodes_absolute: int = 100
+
 MAX_NODE_SCORE = 100
 
 # Cluster events a plugin registers for (upstream EventsToRegister), named Resource/Action.
@@ -96,6 +104,7 @@ class Profile:
     percentage_of_nodes_to_score: int = 0
     pre_filters: list[Plugin] = field(default_factory=list)
     next_start: int = 0
+    preemption: PreemptionArgs | None = field(default_factory=PreemptionArgs)  # DefaultPreemption
 
     def __post_init__(self) -> None:
         if not self.pre_filters:

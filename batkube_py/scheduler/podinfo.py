@@ -45,6 +45,9 @@ class PodInfo:
     attempts: int = 0
     backoff_until: float = 0.0
     rejected_by: frozenset[str] = frozenset()
+    bound_at: float = 0.0
+    terminating: bool = False  # a preemption victim, until Batsim reports it killed
+    nominated_node: int | None = None
 
     @property
     def nonzero_cpu(self) -> int:

@@ -144,6 +144,15 @@ class NodeTable:
                 self.anti_affinity_pods[pod.name] = i
         self.check(i)
 
+    def restore(self, i: int, pod: PodInfo) -> None:
+        """Put back a pod taken off by a dry run: the node was valid with it, so nothing to check."""
+        self._apply(i, pod, +1)
+        self.pods_on[i][pod.name] = pod
+
+    def reserve(self, i: int, pod: PodInfo, sign: int) -> None:
+        """Count (or stop counting) a nominated pod's requests on node i, without placing it."""
+        self._apply(i, pod, sign)
+
     def release(self, i: int, pod: PodInfo) -> None:
         self._apply(i, pod, -1)
         del self.pods_on[i][pod.name]

@@ -1,0 +1,89 @@
+"""Pods that stop without finishing: preemption victims and pods of failed nodes.
+
+Kubernetes recreates such pods (their controller does), so preempted or failed work is not lost. In
+Batsim a killed job is over, so the adapter registers a new job for it — same job JSON, a fresh id
+(`w0!7#r1`) and a copy of its profile — through Batsim's dynamic jobs (`--enable-dynamic-jobs`,
+which `batkube run` passes). Without dynamic jobs the pod is only recorded as killed. Batsim then waits
+for `registration_finished` before it ends the simulation; it is sent once nothing can need a
+resubmission any more.
+
+Node failure policy (documented in the README): a Batsim machine that becomes unavailable is a node that
+turned NotReady and unschedulable; its running pods are killed at once (kube's eviction of pods from an
+unreachable node, without the 300-s toleration) and recreated, and it takes pods again when available.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from batkube_py.outputs import PodRecord
+from batkube_py.protocol import models as m
+from batkube_py.protocol.reply import Reply
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Disruptions:
+    dynamic_jobs: bool = False
+    acknowledged: bool = False
+    registration_closed: bool = False
+    to_kill: list[str] = field(default_factory=list)
+    evicted: dict[str, str] = field(default_factory=dict)  # job id → why, until Batsim reports it killed
+    resubmitted: int = 0
+    preempted: int = 0
+    node_failures: int = 0
+
+    def configure(self, config: dict[str, Any]) -> None:
+        self.dynamic_jobs = bool(config.get("dynamic-jobs-enabled"))
+        self.acknowledged = bool(config.get("dynamic-jobs-acknowledged"))
+
+    def evict(self, record: PodRecord, why: str, node_failure: bool) -> None:
+        if record.job_id in self.evicted:
+            return
+        self.evicted[record.job_id] = why
+        self.to_kill.append(record.job_id)
+        if node_failure:
+            self.node_failures += 1
+        else:
+            self.preempted += 1
+
+    def flush_kills(self, reply: Reply) -> None:
+        if self.to_kill:
+            reply.add(m.KillJob(job_ids=sorted(self.to_kill)))
+            self.to_kill.clear()
+
+    def resubmission(
+        self, record: PodRecord, job: dict[str, Any], profile: dict[str, Any], reply: Reply
+    ) -> tuple[str, dict[str, Any], dict[str, Any]] | None:
+        """Register the replacement of a killed job; returns (new id, job, profile) or None if impossible."""
+        why = self.evicted.pop(record.job_id, None)
+        if why is None:
+            return None
+        record.reason = why
+        if not self.dynamic_jobs or self.registration_closed:
+            record.reason += "; not resubmitted (Batsim runs without --enable-dynamic-jobs)"
+            return None
+        self.resubmitted += 1
+        workload, _, name = record.job_id.partition("!")
+        base = name.split("#r", 1)[0]
+        attempt = int(name.split("#r", 1)[1]) + 1 if "#r" in name else 1
+        new_id = f"{workload}!{base}#r{attempt}"
+        profile_name = f"{job.get('profile')}#r{attempt}-{self.resubmitted}"
+        new_job = copy.deepcopy(job)
+        new_job.update(id=new_id, subtime=reply.now, profile=profile_name)
+        new_profile = copy.deepcopy(profile)
+        reply.add(m.RegisterProfile(workload_name=workload, profile_name=profile_name, profile=new_profile))
+        reply.add(m.RegisterJob(job_id=new_id, job=new_job))
+        record.reason += f"; resubmitted as {new_id}"
+        log.info("job %s %s; resubmitted as %s", record.job_id, why, new_id)
+        return new_id, new_job, new_profile
+
+    def maybe_close(self, reply: Reply, everything_final: bool) -> None:
+        """Tell Batsim no more jobs will be registered, once nothing is left that could need one."""
+        if self.dynamic_jobs and not self.registration_closed and everything_final and not self.evicted:
+            reply.add(m.NotifyOut(type="registration_finished"))
+            self.registration_closed = True

@@ -1,0 +1,102 @@
+"""DefaultPreemption (PostFilter): make room for a pod by evicting pods of lower priority.
+
+As upstream (framework/preemption/preemption.go, plugins/defaultpreemption): candidates are found by a
+dry run on nodes taken from a random offset, until max(10 % of nodes, 100) candidates; on each node
+every lower-priority pod is removed, the pod must then pass every filter, and the removed pods are
+reprieved one by one, most important first, while the pod still fits. The node is chosen by: lowest
+highest-victim priority, then lowest priority sum, then fewest victims, then the latest start of the
+highest-priority victims, then the first candidate. The preemptor is nominated to that node; the
+victims leave once Batsim reports them killed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from batkube_py.scheduler.framework import CycleState, Profile
+from batkube_py.scheduler.podinfo import PodInfo
+from batkube_py.scheduler.snapshot import NodeTable
+
+# Upstream adds MaxInt32 + 1 to each priority before summing, so that more victims never look cheaper.
+_PRIORITY_OFFSET = 2**31
+
+
+@dataclass
+class Preemption:
+    node: int
+    victims: list[PodInfo]
+
+
+def _more_important_first(pods: list[PodInfo]) -> list[PodInfo]:
+    return sorted(pods, key=lambda p: (-p.priority, p.bound_at, p.seq))
+
+
+def _fits_on(profile: Profile, pod: PodInfo, nodes: NodeTable, i: int) -> bool:
+    state = CycleState()
+    for plugin in profile.pre_filters:
+        if plugin.pre_filter(state, pod, nodes) is not None:
+            return False
+    idx = np.array([i])
+    for plugin in profile.filters:
+        if not plugin.filter(state, pod, nodes, idx).feasible[0]:
+            return False
+    return True
+
+
+def _victims_on(profile: Profile, pod: PodInfo, nodes: NodeTable, i: int) -> list[PodInfo] | None:
+    """selectVictimsOnNode: the fewest, least important pods whose removal lets `pod` fit on node i."""
+    lower = [p for p in nodes.pods_on[i].values() if p.priority < pod.priority and not p.terminating]
+    if not lower:
+        return None
+    for p in lower:
+        nodes.release(i, p)
+    victims: list[PodInfo] = []
+    try:
+        if not _fits_on(profile, pod, nodes, i):
+            return None
+        for p in _more_important_first(lower):
+            nodes.restore(i, p)
+            if not _fits_on(profile, pod, nodes, i):
+                nodes.release(i, p)
+                victims.append(p)
+        return victims
+    finally:
+        for p in lower:
+            if p.name not in nodes.pods_on[i]:
+                nodes.restore(i, p)
+
+
+def _rank(victims: list[PodInfo]) -> tuple:
+    top = max(v.priority for v in victims)
+    earliest_top = min(v.bound_at for v in victims if v.priority == top)
+    return (top, sum(v.priority + _PRIORITY_OFFSET for v in victims), len(victims), -earliest_top)
+
+
+def preempt(profile: Profile, pod: PodInfo, nodes: NodeTable) -> Preemption | None:
+    """Where `pod` could run after evicting lower-priority pods, or None (no node, or not allowed)."""
+    args = profile.preemption
+    if args is None or pod.pod.spec.preemption_policy == "Never" or len(nodes) == 0:
+        return None
+    if not any(p.priority < pod.priority for on in nodes.pods_on for p in on.values()):
+        return None
+    n = len(nodes)
+    want = min(n, max(n * args.min_candidate_nodes_percentage // 100, args.min_candidate_nodes_absolute))
+    offset = int(profile.rng.integers(n))
+    best: tuple | None = None
+    found = 0
+    for k in range(n):
+        i = (offset + k) % n
+        victims = _victims_on(profile, pod, nodes, i)
+        if not victims:
+            continue
+        key = (_rank(victims), k)
+        if best is None or key < best[0]:
+            best = (key, i, victims)
+        found += 1
+        if found >= want:
+            break
+    if best is None:
+        return None
+    return Preemption(best[1], best[2])
