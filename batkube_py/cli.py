@@ -42,6 +42,17 @@ def _report(summary: dict) -> None:
         raise click.ClickException(summary["error"])
 
 
+def _embedded_options(f):
+    f = click.option(
+        "--startup-latency", "latency", default=None, metavar="SPEC",
+        help="Delay between binding and start: fixed:S, uniform:A,B, exponential:MEAN, lognormal:MU,SIGMA, "
+        "or k3s (fitted on the thesis's emulated runs). Default: none.",
+    )(f)  # fmt: skip
+    return click.option(
+        "--record-decisions", "record", is_flag=True, help="Write decisions.jsonl: why each pod went where."
+    )(f)
+
+
 @main.command("run")
 @click.option("--platform", "-p", type=_file, required=True, help="SimGrid platform XML.")
 @click.option("--workload", "-w", type=_file, required=True, help="Batsim JSON workload.")
@@ -50,12 +61,14 @@ def _report(summary: dict) -> None:
 @click.option("--batsim", default=None, help="Batsim executable (default: `batsim` on PATH).")
 @click.option("--batsim-arg", "batsim_args", multiple=True, help="Extra argument for Batsim (repeatable).")
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: when on a terminal).")
+@_embedded_options
 @backend_options
-def run_cmd(platform, workload, out, seed, batsim, batsim_args, progress, **backend) -> None:
+def run_cmd(platform, workload, out, seed, batsim, batsim_args, progress, record, latency, **backend) -> None:
     """Simulate PLATFORM running WORKLOAD with Batsim and the embedded kube-scheduler twin."""
     cfg = RunConfig(
         platform=platform, workload=workload, out=out, seed=seed, batsim=batsim, batsim_args=batsim_args,
-        progress=sys.stderr.isatty() if progress is None else progress,
+        progress=sys.stderr.isatty() if progress is None else progress, record_decisions=record,
+        startup_latency=latency, scheduler_config=backend["scheduler_config"],
     )  # fmt: skip
     try:
         summary = _with_backend(apiserver_config(backend), out, lambda factory: run(cfg, factory))
@@ -85,11 +98,22 @@ def _with_backend(api_cfg, out, body):
 @click.option("--out", "-o", type=_path, default=None, help="Directory for pods.csv, summary.json, ...")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--idle-timeout", type=float, default=None, help="Give up after this many silent seconds.")
+@_embedded_options
 @backend_options
-def serve_cmd(endpoint, out, seed, idle_timeout, **backend) -> None:
-    """Run the adapter alone, for a Batsim you launch yourself (with --enable-compute-sharing)."""
+def serve_cmd(endpoint, out, seed, idle_timeout, record, latency, **backend) -> None:
+    """Run the adapter alone, for a Batsim you launch yourself (with --enable-compute-sharing, and
+    --enable-dynamic-jobs --acknowledge-dynamic-jobs so that preempted pods are resubmitted)."""
+    config = backend["scheduler_config"]
     api_cfg = apiserver_config(backend)
-    _report(_with_backend(api_cfg, out, lambda factory: serve(endpoint, out, seed, idle_timeout, factory)))
+
+    def body(factory):
+        return serve(endpoint, out, seed, idle_timeout, factory, record_decisions=record,
+                     startup_latency=latency, scheduler_config=config)  # fmt: skip
+
+    try:
+        _report(_with_backend(api_cfg, out, body))
+    except RunError as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 def _write(text: str, output: Path | None) -> None:

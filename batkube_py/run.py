@@ -7,8 +7,8 @@ cleanly, what was computed stays on disk, and the exit status says why.
 from __future__ import annotations
 
 import json
-import os
 import logging
+import os
 import shutil
 import signal
 import subprocess
@@ -28,6 +28,9 @@ from batkube_py.endpoint import Endpoint, PeerGone
 from batkube_py.outputs import RunOutputs
 from batkube_py.protocol.codec import ProtocolError
 from batkube_py.protocol.reply import ReplyRuleError
+from batkube_py.scheduler.config import ConfigError, build_profiles, default_config, load_config
+from batkube_py.scheduler.framework import PreemptionArgs
+from batkube_py.scheduler.queue import QueueConfig
 from batkube_py.scheduler.record import DecisionRecorder
 from batkube_py.startup import LatencySpecError, StartupLatency, parse_latency
 
@@ -55,13 +58,29 @@ class RunConfig:
     progress: bool = True
     record_decisions: bool = False
     startup_latency: str | None = None
+    scheduler_config: Path | None = None
 
 
-def embedded_factory(seed: int, record: Path | None = None) -> BackendFactory:
-    """The default backend; `record` streams every scheduling decision to that JSON-lines file."""
+def embedded_factory(seed: int, record: Path | None = None, config: Path | None = None) -> BackendFactory:
+    """The default backend; `record` streams every scheduling decision to that JSON-lines file;
+    `config` is a KubeSchedulerConfiguration (profiles, weights, args, backoff) as kube-scheduler takes."""
+    try:
+        sched = load_config(config) if config is not None else default_config()
+    except ConfigError as exc:
+        raise RunError(f"scheduler config {config}: {exc}") from None
+    queue = QueueConfig(pod_initial_backoff=sched.pod_initial_backoff, pod_max_backoff=sched.pod_max_backoff)
 
     def make(nodes):
-        return EmbeddedCluster(nodes, seed=seed, recorder=DecisionRecorder(record) if record else None)
+        profiles = build_profiles(sched, seed)
+        for profile in profiles:
+            args = sched.preemption.get(profile.scheduler_name)
+            profile.preemption = (
+                None
+                if args is None
+                else PreemptionArgs(args.minCandidateNodesPercentage, args.minCandidateNodesAbsolute)
+            )
+        recorder = DecisionRecorder(record) if record else None
+        return EmbeddedCluster(nodes, seed=seed, profiles=profiles, queue_config=queue, recorder=recorder)
 
     return make
 
@@ -142,12 +161,13 @@ def run(cfg: RunConfig, backend_factory: BackendFactory | None = None) -> dict[s
             raise RunError(f"{what} file {path} does not exist")
     total = count_jobs(cfg.workload)
     startup = _latency(cfg.startup_latency, cfg.seed)
+    record = cfg.out / "decisions.jsonl" if cfg.record_decisions else None
+    backend_factory = backend_factory or embedded_factory(cfg.seed, record, cfg.scheduler_config)
     batsim = find_batsim(cfg.batsim)
     cfg.out.mkdir(parents=True, exist_ok=True)
     handler = setup_logging(cfg.out)
     outputs = RunOutputs(cfg.out)
-    record = cfg.out / "decisions.jsonl" if cfg.record_decisions else None
-    process = DecisionProcess(backend_factory or embedded_factory(cfg.seed, record), outputs, startup)
+    process = DecisionProcess(backend_factory, outputs, startup)
     endpoint = Endpoint("tcp://127.0.0.1:*")
     cmd = [
         batsim, "-p", str(cfg.platform.resolve()), "-w", str(cfg.workload.resolve()),
@@ -213,13 +233,14 @@ def run(cfg: RunConfig, backend_factory: BackendFactory | None = None) -> dict[s
 def serve(
     endpoint_address: str, out: Path | None, seed: int, idle_timeout: float | None,
     backend_factory: BackendFactory | None = None, *, record_decisions: bool = False,
-    startup_latency: str | None = None,
+    startup_latency: str | None = None, scheduler_config: Path | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     """The adapter alone, for users who launch Batsim themselves."""
     startup = _latency(startup_latency, seed)
     outputs = RunOutputs(out) if out is not None else None
     record = out / "decisions.jsonl" if out is not None and record_decisions else None
-    process = DecisionProcess(backend_factory or embedded_factory(seed, record), outputs, startup)
+    factory = backend_factory or embedded_factory(seed, record, scheduler_config)
+    process = DecisionProcess(factory, outputs, startup)
     endpoint = Endpoint(endpoint_address)
     print(f"batkube-py listening on {endpoint.address}", file=sys.stderr, flush=True)
     start = time.perf_counter()

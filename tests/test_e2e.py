@@ -203,3 +203,28 @@ def test_run_then_analyze_through_the_batkube_command(tmp_path):
     assert metrics["makespan"] == pytest.approx(summary["makespan"], abs=0.01)
     assert metrics["jobs_succeeded"] == 200
     assert (tmp_path / "analysis" / "node_gantt.png").stat().st_size > 10_000
+
+
+def test_scheduler_config_decisions_and_latency_options(tmp_path):
+    config = tmp_path / "sched.yaml"
+    config.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+        "profiles:\n  - schedulerName: default-scheduler\n    pluginConfig:\n      - name: NodeResourcesFit\n"
+        "        args:\n          scoringStrategy:\n            type: MostAllocated\n"
+    )
+    workload = SHARED / "reference" / "workloads" / "spaced_150_delay200_varied_cpu.json"
+    platform = SHARED / "reference" / "platforms" / "3node_6core.xml"
+    args = ["--scheduler-config", str(config), "--record-decisions", "--startup-latency", "fixed:1"]
+    code, output, summary = batkube_run(tmp_path / "o", workload, platform, *args)
+    assert code == 0, output
+    lines = (tmp_path / "o" / "decisions.jsonl").read_text().splitlines()
+    bound = [json.loads(x) for x in lines if '"bound"' in x]
+    assert len(bound) == 150
+    pods = (tmp_path / "o" / "pods.csv").read_text().splitlines()[1:]
+    assert all(float(r.split(",")[10]) - float(r.split(",")[9]) == pytest.approx(1.0, abs=0.01) for r in pods)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles: 3\n"
+    )
+    code, output, _ = batkube_run(tmp_path / "o2", workload, platform, "--scheduler-config", str(bad))
+    assert code == 1 and "profiles" in output
