@@ -79,7 +79,8 @@ def preempt(profile: Profile, pod: PodInfo, nodes: NodeTable) -> Preemption | No
     args = profile.preemption
     if args is None or pod.pod.spec.preemption_policy == "Never" or len(nodes) == 0:
         return None
-    if not any(p.priority < pod.priority for on in nodes.pods_on for p in on.values()):
+    lowest = nodes.lowest_priority()
+    if lowest is None or lowest >= pod.priority:
         return None
     n = len(nodes)
     want = min(n, max(n * args.min_candidate_nodes_percentage // 100, args.min_candidate_nodes_absolute))

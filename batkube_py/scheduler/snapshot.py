@@ -39,6 +39,7 @@ class NodeTable:
         self.labels: list[dict[str, str]] = [dict(nd.metadata.labels or {}) for nd in nodes]
         self.taints: list[list[client.V1Taint]] = [list(nd.spec.taints or []) for nd in nodes]
         self.pods_on: list[dict[str, PodInfo]] = [{} for _ in nodes]
+        self.priorities: dict[int, int] = {}  # priority → number of placed pods
         self._label_columns: dict[str, np.ndarray] = {}
         self._label_codes: dict[str, tuple[np.ndarray, dict[str, int]]] = {}
         self.labels_version = 0  # bumped on every label change: per-pod caches of node matches key on it
@@ -124,6 +125,11 @@ class NodeTable:
             self.alloc_pods[idx] - self.pod_count[idx],
         )
 
+    def lowest_priority(self) -> int | None:
+        """The lowest priority among placed pods (None if none): what preemption could ever evict."""
+        live = [p for p, n in self.priorities.items() if n > 0]
+        return min(live) if live else None
+
     def _apply(self, i: int, pod: PodInfo, sign: int) -> None:
         self.req_cpu[i] += sign * pod.milli_cpu
         self.req_mem[i] += sign * pod.memory
@@ -138,6 +144,7 @@ class NodeTable:
     def assume(self, i: int, pod: PodInfo) -> None:
         self._apply(i, pod, +1)
         self.pods_on[i][pod.name] = pod
+        self.priorities[pod.priority] = self.priorities.get(pod.priority, 0) + 1
         if pod.has_pod_affinity:
             self.affinity_pods[pod.name] = i
             if pod.has_required_anti_affinity:
@@ -148,6 +155,7 @@ class NodeTable:
         """Put back a pod taken off by a dry run: the node was valid with it, so nothing to check."""
         self._apply(i, pod, +1)
         self.pods_on[i][pod.name] = pod
+        self.priorities[pod.priority] += 1
 
     def reserve(self, i: int, pod: PodInfo, sign: int) -> None:
         """Count (or stop counting) a nominated pod's requests on node i, without placing it."""
@@ -156,6 +164,7 @@ class NodeTable:
     def release(self, i: int, pod: PodInfo) -> None:
         self._apply(i, pod, -1)
         del self.pods_on[i][pod.name]
+        self.priorities[pod.priority] -= 1
         self.affinity_pods.pop(pod.name, None)
         self.anti_affinity_pods.pop(pod.name, None)
 
