@@ -295,6 +295,24 @@ def pod_from_job(
     where, affinity = _field(job, profile, "affinity")
     if affinity is not None and not isinstance(affinity, dict):
         return reject(where, affinity, "a Kubernetes affinity object")
+    where, spread = _field(job, profile, "topologySpreadConstraints")
+    if spread is not None and not (
+        isinstance(spread, list)
+        and all(
+            isinstance(c, dict)
+            and isinstance(c.get("maxSkew"), int)
+            and c["maxSkew"] > 0
+            and isinstance(c.get("topologyKey"), str)
+            and c.get("whenUnsatisfiable") in ("DoNotSchedule", "ScheduleAnyway")
+            for c in spread
+        )
+    ):
+        return reject(
+            where,
+            spread,
+            "a list of Kubernetes topology spread constraints (maxSkew > 0, topologyKey, "
+            "whenUnsatisfiable DoNotSchedule|ScheduleAnyway)",
+        )
 
     container = client.V1Container(
         name="job",
@@ -317,6 +335,9 @@ def pod_from_job(
             node_selector=dict(selector) if selector else None,
             tolerations=[_k8s_object(t, "V1Toleration") for t in tolerations] if tolerations else None,
             affinity=_k8s_object(affinity, "V1Affinity") if affinity else None,
+            topology_spread_constraints=(
+                [_k8s_object(c, "V1TopologySpreadConstraint") for c in spread] if spread else None
+            ),
             restart_policy="Never",
         ),
     )

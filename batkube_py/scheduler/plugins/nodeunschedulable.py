@@ -19,6 +19,8 @@ class NodeUnschedulable(Plugin):
         return frozenset({NODE_ADD, NODE_UPDATE})
 
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> FilterResult:
+        if nodes.schedulable.all():
+            return FilterResult(np.ones(idx.size, dtype=bool))
         ok = nodes.schedulable[idx]
         bad = int(idx.size - ok.sum())
         return FilterResult(ok, {REASON: bad} if bad else {})

@@ -39,8 +39,7 @@ class TaintToleration(Plugin):
         return frozenset({NODE_ADD, NODE_UPDATE})
 
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> FilterResult:
-        tainted = nodes.tainted[idx]
-        if not tainted.any():
+        if not nodes.tainted.any() or not nodes.tainted[idx].any():
             return FilterResult(np.ones(idx.size, dtype=bool))
         sig, sigs = nodes.taint_signatures()
         tolerations = pod.pod.spec.tolerations or []
@@ -58,7 +57,7 @@ class TaintToleration(Plugin):
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> None:
         """Only tolerations with effect PreferNoSchedule or none count, as upstream's PreScore keeps."""
-        if not nodes.tainted[idx].any():
+        if not nodes.tainted.any() or not nodes.tainted[idx].any():
             state[_KEY] = None
             return
         sig, sigs = nodes.taint_signatures()
