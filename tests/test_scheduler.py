@@ -130,7 +130,11 @@ def test_decisions_are_recorded_with_reasons_and_scores(tmp_path):
     c.schedule(0.0)
     c.close()
     lines = [json.loads(x) for x in (tmp_path / "decisions.jsonl").read_text().splitlines()]
-    assert [(x["pod"], x["result"]) for x in lines] == [("a", "bound"), ("b", "unschedulable"), ("c", "unschedulable")]
+    assert [(x["pod"], x["result"]) for x in lines] == [
+        ("a", "bound"),
+        ("b", "unschedulable"),
+        ("c", "unschedulable"),
+    ]
     a = lines[0]
     assert a["feasible"] == 2 and a["reasons"] == {"Insufficient cpu": 1}
     # n1 (4 cpu): LeastAllocated (4000-2000)*100/4000=50 → /1 resource... memory unmodelled: 50
