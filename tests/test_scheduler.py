@@ -142,3 +142,18 @@ def test_decisions_are_recorded_with_reasons_and_scores(tmp_path):
     fit = a["top"][0]["plugins"]["NodeResourcesFit"]
     assert fit == {"raw": 50, "normalized": 50, "weight": 1}
     assert lines[1]["reasons"] == {"Insufficient cpu": 3} and lines[1]["rejected_by"] == ["NodeResourcesFit"]
+
+
+def test_pods_asking_for_more_extended_resources_than_any_node_are_refused_at_once():
+    c = EmbeddedCluster(nodes({"cpu": "4", "nvidia.com/gpu": "2"}, {"cpu": "4"}), seed=0)
+
+    def gpu_pod(n):
+        p = pod(f"g{n}", "1")
+        p.spec.containers[0].resources.requests["nvidia.com/gpu"] = str(n)
+        return p
+
+    assert c.fits_empty_cluster(gpu_pod(2)) is None
+    assert "nvidia.com/gpu=3" in c.fits_empty_cluster(gpu_pod(3))
+    other = pod("x", "1")
+    other.spec.containers[0].resources.requests["example.com/fpga"] = "1"
+    assert "example.com/fpga=1" in c.fits_empty_cluster(other)

@@ -44,14 +44,15 @@ class EmbeddedCluster:
     def fits_empty_cluster(self, pod: client.V1Pod) -> str | None:
         info = pod_info(pod, "", 0.0, 0)
         t = self.nodes
-        if (
-            len(t)
-            and fits(info.milli_cpu, info.memory, t.alloc_cpu, t.alloc_mem, t.alloc_pods, t.mem_limited).any()
-        ):
+        ok = fits(info.milli_cpu, info.memory, t.alloc_cpu, t.alloc_mem, t.alloc_pods, t.mem_limited)
+        for name, amount in info.extended.items():
+            ok &= t.alloc_ext[name] >= amount if name in t.alloc_ext else False
+        if len(t) and ok.any():
             return None
+        extended = "".join(f" {k}={v}" for k, v in sorted(info.extended.items()))
         return (
-            f"requests cpu={info.milli_cpu}m memory={info.memory}B exceed the allocatable resources of every "
-            f"node (largest cpu {int(t.alloc_cpu.max(initial=0))}m)"
+            f"requests cpu={info.milli_cpu}m memory={info.memory}B{extended} exceed the allocatable "
+            f"resources of every node (largest cpu {int(t.alloc_cpu.max(initial=0))}m)"
         )
 
     def add_pod(self, pod: client.V1Pod, job_id: str, now: float) -> None:
