@@ -157,3 +157,17 @@ def test_pods_asking_for_more_extended_resources_than_any_node_are_refused_at_on
     other = pod("x", "1")
     other.spec.containers[0].resources.requests["example.com/fpga"] = "1"
     assert "example.com/fpga=1" in c.fits_empty_cluster(other)
+
+
+def test_decision_lines_stay_small_at_5000_nodes(tmp_path):
+    from batkube_py.scheduler.record import DecisionRecorder
+
+    rec = DecisionRecorder(tmp_path / "d.jsonl")
+    c = EmbeddedCluster(nodes(*[{"cpu": "2", "memory": "4Gi"}] * 5000), seed=0, recorder=rec)
+    for i in range(40):
+        c.add_pod(pod(f"p{i}", "1", "1Gi"), f"p{i}", 0.0)
+    c.add_pod(pod("huge", "3"), "huge", 0.0)
+    c.schedule(0.0)
+    c.close()
+    lines = (tmp_path / "d.jsonl").read_text().splitlines()
+    assert len(lines) == 41 and max(len(x) for x in lines) < 4096  # kube-scheduler-simulator: 256 KiB/pod
