@@ -23,6 +23,7 @@ class PreemptionArgs:
     min_candidate_nodes_percentage: int = 10
     min_candidate_nodes_absolute: int = 100
 
+
 MAX_NODE_SCORE = 100
 
 # Cluster events a plugin registers for (upstream EventsToRegister), named Resource/Action.
@@ -30,6 +31,11 @@ POD_DELETE = "Pod/Delete"
 POD_ADD = "Pod/Add"  # an assigned pod appeared (affinity, topology spread)
 NODE_ADD = "Node/Add"
 NODE_UPDATE = "Node/Update"  # labels, taints, schedulability or allocatable changed
+
+
+# What a PreScore returns when the plugin has nothing to score for this pod (upstream's Skip status):
+# every node then gets the normalised score of 0, without calling Score.
+SKIP = "Skip"
 
 
 class CycleState(dict):
@@ -59,7 +65,8 @@ class Plugin:
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> FilterResult:
         return FilterResult(np.ones(idx.size, dtype=bool))
 
-    def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> None:
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> str | None:
+        """None to go on; SKIP when every node would score 0 for this pod."""
         return None
 
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> np.ndarray:
@@ -186,9 +193,15 @@ class Profile:
             return Decision(pod, int(idx[0]), int(idx.size), reasons, rejected, processed)
         total = np.zeros(idx.size, dtype=np.int64)
         per_plugin = {}
-        for plugin, _ in self.scorers:
-            plugin.pre_score(state, pod, nodes, idx)
+        skipped = {p.name for p, _ in self.scorers if p.pre_score(state, pod, nodes, idx) == SKIP}
         for plugin, weight in self.scorers:
+            if plugin.name in skipped:  # a constant for every node: no arrays needed
+                const = int(plugin.normalize(state, np.zeros(1, dtype=np.int64))[0]) * weight
+                total += const
+                if explain:
+                    zeros = np.zeros(idx.size, dtype=np.int64)
+                    per_plugin[plugin.name] = (zeros, zeros + const // weight, weight)
+                continue
             raw = plugin.score(state, pod, nodes, idx)
             normalized = plugin.normalize(state, raw.copy() if explain else raw)
             total += normalized * weight

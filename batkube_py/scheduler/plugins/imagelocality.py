@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from batkube_py.scheduler.framework import NODE_ADD, NODE_UPDATE, CycleState, Plugin
+from batkube_py.scheduler.framework import NODE_ADD, NODE_UPDATE, SKIP, CycleState, Plugin
 from batkube_py.scheduler.podinfo import PodInfo
 from batkube_py.scheduler.snapshot import NodeTable
 
@@ -20,6 +20,9 @@ class ImageLocality(Plugin):
 
     def events_to_register(self) -> frozenset[str]:
         return frozenset({NODE_ADD, NODE_UPDATE})
+
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> str | None:
+        return SKIP
 
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> np.ndarray:
         return np.zeros(idx.size, dtype=np.int64)

@@ -25,6 +25,7 @@ from batkube_py.scheduler.framework import (
     NODE_UPDATE,
     POD_ADD,
     POD_DELETE,
+    SKIP,
     CycleState,
     FilterResult,
     Plugin,
@@ -198,12 +199,12 @@ class InterPodAffinity(Plugin):
 
     # ---- score ---------------------------------------------------------------------------------------
 
-    def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> None:
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> str | None:
         terms = terms_of(pod)
         has_constraints = bool(terms.pref_aff or terms.pref_anti)
         state[_SCORE] = None
         if idx.size == 0 or (self.ignore_existing_preferred and not has_constraints):
-            return
+            return SKIP
         topo: dict[tuple[str, str], int] = defaultdict(int)
 
         def add(ts, other: PodInfo, labels: dict[str, str], sign: int, weight: int | None = None) -> None:
@@ -227,12 +228,13 @@ class InterPodAffinity(Plugin):
             add(theirs.pref_aff, pod, labels, 1)
             add(theirs.pref_anti, pod, labels, -1)
         if not topo:
-            return
+            return SKIP
         scores = np.zeros(idx.size, dtype=np.int64)
         for key in {k for k, _ in topo}:
             codes, arr = _pair_array(nodes, key, topo)
             scores += arr[codes[idx]]
         state[_SCORE] = scores
+        return None
 
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> np.ndarray:
         if _SCORE not in state:

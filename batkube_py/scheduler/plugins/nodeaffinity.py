@@ -11,7 +11,7 @@ import numpy as np
 from kubernetes import client
 
 from batkube_py import translate
-from batkube_py.scheduler.framework import NODE_ADD, NODE_UPDATE, CycleState, FilterResult, Plugin
+from batkube_py.scheduler.framework import NODE_ADD, NODE_UPDATE, SKIP, CycleState, FilterResult, Plugin
 from batkube_py.scheduler.pluginargs import NodeAffinityArgs
 from batkube_py.scheduler.plugins.helpers import (
     default_normalize,
@@ -102,12 +102,12 @@ class NodeAffinity(Plugin):
             ok = ok & own_ok
         return FilterResult(ok, reasons)
 
-    def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> None:
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> str | None:
         """Σ weight of matching preferred terms (the pod's and addedAffinity's); None means Skip."""
         terms = [t for t in _preferred(pod) + self._added_preferred if t.weight]
         if not terms:
             state[_KEY] = None
-            return
+            return SKIP
         key = f"{_KEY}/{id(self)}"  # addedAffinity is per plugin instance
         hit = pod.cache.get(key)
         if hit is None or hit[0] != nodes.labels_version or hit[1] is not nodes:
@@ -116,6 +116,7 @@ class NodeAffinity(Plugin):
                 total += np.where(term_mask(nodes, t.preference), int(t.weight), 0)
             hit = pod.cache[key] = (nodes.labels_version, nodes, total)
         state[_KEY] = hit[2][idx]
+        return None
 
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> np.ndarray:
         if _KEY not in state:

@@ -26,6 +26,7 @@ from batkube_py.scheduler.framework import (
     NODE_UPDATE,
     POD_ADD,
     POD_DELETE,
+    SKIP,
     CycleState,
     FilterResult,
     Plugin,
@@ -208,11 +209,11 @@ class PodTopologySpread(Plugin):
 
     # ---- score ---------------------------------------------------------------------------------------
 
-    def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> None:
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> str | None:
         cons = self.constraints(pod, "ScheduleAnyway")
         if not cons or idx.size == 0:
             state[_SCORE] = None
-            return
+            return SKIP
         require_all = bool(pod.pod.spec.topology_spread_constraints) or not self.system_defaulted
         has_all = np.ones(len(nodes), dtype=bool)
         if require_all:
@@ -239,6 +240,7 @@ class PodTopologySpread(Plugin):
             scores += np.where(node_codes >= 0, cnt * weight + (c.max_skew - 1), 0.0)
         raw = np.floor(scores + 0.5).astype(np.int64)  # math.Round of a non-negative float
         state[_SCORE] = (np.where(ignored, 0, raw), ignored)
+        return None
 
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> np.ndarray:
         if _SCORE not in state:

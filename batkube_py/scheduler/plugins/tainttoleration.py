@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from batkube_py.scheduler.framework import NODE_ADD, NODE_UPDATE, CycleState, FilterResult, Plugin
+from batkube_py.scheduler.framework import NODE_ADD, NODE_UPDATE, SKIP, CycleState, FilterResult, Plugin
 from batkube_py.scheduler.plugins.helpers import (
     DO_NOT_SCHEDULE_EFFECTS,
     default_normalize,
@@ -55,11 +55,11 @@ class TaintToleration(Plugin):
                 reasons[r] = reasons.get(r, 0) + int(counts[j])
         return FilterResult(~bad, reasons)
 
-    def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> None:
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> str | None:
         """Only tolerations with effect PreferNoSchedule or none count, as upstream's PreScore keeps."""
         if not nodes.tainted.any() or not nodes.tainted[idx].any():
             state[_KEY] = None
-            return
+            return SKIP
         sig, sigs = nodes.taint_signatures()
         prefer = [t for t in pod.pod.spec.tolerations or [] if t.effect in (None, "", "PreferNoSchedule")]
         per_sig = np.array(
@@ -70,6 +70,7 @@ class TaintToleration(Plugin):
             dtype=np.int64,
         )
         state[_KEY] = per_sig[sig[idx]]
+        return None
 
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> np.ndarray:
         if _KEY not in state:
