@@ -44,7 +44,8 @@ def run_filter(plugin: Plugin, p: PodInfo, nodes: NodeTable):
     why = plugin.pre_filter(state, p, nodes)
     assert why is None, why
     res = plugin.filter(state, p, nodes, nodes.all)
-    return res.feasible.tolist(), res.reasons
+    feasible = [True] * len(nodes) if res.feasible is None else res.feasible.tolist()
+    return feasible, res.reasons
 
 
 def run_score(plugin: Plugin, p: PodInfo, nodes: NodeTable, idx=None) -> list[int]:

@@ -44,8 +44,14 @@ class CycleState(dict):
 
 @dataclass
 class FilterResult:
-    feasible: np.ndarray  # bool, aligned with the node indices given
+    feasible: np.ndarray | None  # bool, aligned with the node indices given; None: every node passes
     reasons: dict[str, int] = field(default_factory=dict)  # reason → number of nodes it rejected
+
+    def keep(self, idx: np.ndarray) -> np.ndarray:
+        return idx if self.feasible is None else idx[self.feasible]
+
+
+PASS = FilterResult(None)  # what a filter with nothing to check for this pod returns
 
 
 class Plugin:
@@ -138,7 +144,7 @@ class Profile:
                 rejected.add(plugin.name)
                 for reason, k in result.reasons.items():
                     reasons[reason] = reasons.get(reason, 0) + k
-            idx = idx[result.feasible]
+            idx = result.keep(idx)
         processed = n
         if idx.size > want:
             last = idx[want - 1]
@@ -161,7 +167,7 @@ class Profile:
                 rejected.add(plugin.name)
                 for reason, k in result.reasons.items():
                     reasons[reason] = reasons.get(reason, 0) + k
-            idx = idx[result.feasible]
+            idx = result.keep(idx)
         return reasons, rejected
 
     def diagnose(self, pod: PodInfo, nodes: NodeTable) -> tuple[int, dict[str, int]]:
@@ -176,7 +182,7 @@ class Profile:
             result = plugin.filter(state, pod, nodes, idx)
             for reason, k in result.reasons.items():
                 reasons[reason] = reasons.get(reason, 0) + k
-            idx = idx[result.feasible]
+            idx = result.keep(idx)
         return int(idx.size), reasons
 
     def schedule_one(self, pod: PodInfo, nodes: NodeTable, explain: bool = False) -> Decision:

@@ -42,6 +42,7 @@ class PodInfo:
         a = self.pod.spec.affinity
         anti = a.pod_anti_affinity if a is not None else None
         return anti is not None and bool(anti.required_during_scheduling_ignored_during_execution)
+
     attempts: int = 0
     backoff_until: float = 0.0
     rejected_by: frozenset[str] = frozenset()

@@ -40,7 +40,7 @@ def _fits_on(profile: Profile, pod: PodInfo, nodes: NodeTable, i: int) -> bool:
             return False
     idx = np.array([i])
     for plugin in profile.filters:
-        if not plugin.filter(state, pod, nodes, idx).feasible[0]:
+        if plugin.filter(state, pod, nodes, idx).keep(idx).size == 0:
             return False
     return True
 

@@ -74,8 +74,10 @@ class NodeTable:
         if hit is None:
             values: dict[str, int] = {}
             codes = np.fromiter(
-                (-1 if (v := lb.get(key)) is None else values.setdefault(v, len(values))
-                 for lb in self.labels),
+                (
+                    -1 if (v := lb.get(key)) is None else values.setdefault(v, len(values))
+                    for lb in self.labels
+                ),
                 dtype=np.int64,
                 count=len(self.labels),
             )

@@ -23,6 +23,7 @@ from kubernetes import client
 from batkube_py.scheduler.framework import (
     NODE_ADD,
     NODE_UPDATE,
+    PASS,
     POD_ADD,
     POD_DELETE,
     SKIP,
@@ -162,7 +163,7 @@ class InterPodAffinity(Plugin):
             self.pre_filter(state, pod, nodes)
         s = state[_FILTER]
         if s is None:
-            return FilterResult(np.ones(idx.size, dtype=bool))
+            return PASS
         terms, existing, aff, anti = s
         # Required affinity: every term's key on the node and a matching pod in its domain, or the
         # "first pod of the group" exception.

@@ -11,7 +11,7 @@ import numpy as np
 from kubernetes import client
 
 from batkube_py import translate
-from batkube_py.scheduler.framework import NODE_ADD, NODE_UPDATE, SKIP, CycleState, FilterResult, Plugin
+from batkube_py.scheduler.framework import NODE_ADD, NODE_UPDATE, PASS, SKIP, CycleState, FilterResult, Plugin
 from batkube_py.scheduler.pluginargs import NodeAffinityArgs
 from batkube_py.scheduler.plugins.helpers import (
     default_normalize,
@@ -88,7 +88,7 @@ class NodeAffinity(Plugin):
         added = self._added_mask(nodes)
         own = required_node_affinity(pod, nodes)
         if added is None and own is None:
-            return FilterResult(np.ones(idx.size, dtype=bool))
+            return PASS
         ok = np.ones(idx.size, dtype=bool)
         reasons: dict[str, int] = {}
         if added is not None:

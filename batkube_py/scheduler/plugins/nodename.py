@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from batkube_py.scheduler.framework import NODE_ADD, NODE_UPDATE, CycleState, FilterResult, Plugin
+from batkube_py.scheduler.framework import NODE_ADD, NODE_UPDATE, PASS, CycleState, FilterResult, Plugin
 from batkube_py.scheduler.podinfo import PodInfo
 from batkube_py.scheduler.snapshot import NodeTable
 
@@ -21,7 +21,7 @@ class NodeName(Plugin):
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> FilterResult:
         wanted = pod.pod.spec.node_name
         if not wanted:
-            return FilterResult(np.ones(idx.size, dtype=bool))
+            return PASS
         ok = idx == nodes.index.get(wanted, -1)
         bad = int(idx.size - ok.sum())
         return FilterResult(ok, {REASON: bad} if bad else {})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from batkube_py.scheduler.framework import NODE_ADD, NODE_UPDATE, CycleState, FilterResult, Plugin
+from batkube_py.scheduler.framework import NODE_ADD, NODE_UPDATE, PASS, CycleState, FilterResult, Plugin
 from batkube_py.scheduler.podinfo import PodInfo
 from batkube_py.scheduler.snapshot import NodeTable
 
@@ -20,7 +20,7 @@ class NodeUnschedulable(Plugin):
 
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> FilterResult:
         if nodes.schedulable.all():
-            return FilterResult(np.ones(idx.size, dtype=bool))
+            return PASS
         ok = nodes.schedulable[idx]
         bad = int(idx.size - ok.sum())
         return FilterResult(ok, {REASON: bad} if bad else {})

@@ -24,6 +24,7 @@ from kubernetes import client
 from batkube_py.scheduler.framework import (
     NODE_ADD,
     NODE_UPDATE,
+    PASS,
     POD_ADD,
     POD_DELETE,
     SKIP,
@@ -188,7 +189,7 @@ class PodTopologySpread(Plugin):
             self.pre_filter(state, pod, nodes)
         per = state[_FILTER]
         if per is None:
-            return FilterResult(np.ones(idx.size, dtype=bool))
+            return PASS
         decided = np.zeros(idx.size, dtype=bool)
         missing = np.zeros(idx.size, dtype=bool)
         skewed = np.zeros(idx.size, dtype=bool)

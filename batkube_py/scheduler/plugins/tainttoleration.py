@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from batkube_py.scheduler.framework import NODE_ADD, NODE_UPDATE, SKIP, CycleState, FilterResult, Plugin
+from batkube_py.scheduler.framework import NODE_ADD, NODE_UPDATE, PASS, SKIP, CycleState, FilterResult, Plugin
 from batkube_py.scheduler.plugins.helpers import (
     DO_NOT_SCHEDULE_EFFECTS,
     default_normalize,
@@ -40,7 +40,7 @@ class TaintToleration(Plugin):
 
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> FilterResult:
         if not nodes.tainted.any() or not nodes.tainted[idx].any():
-            return FilterResult(np.ones(idx.size, dtype=bool))
+            return PASS
         sig, sigs = nodes.taint_signatures()
         tolerations = pod.pod.spec.tolerations or []
         reasons_by_sig = [first_untolerated(s, tolerations, DO_NOT_SCHEDULE_EFFECTS) for s in sigs]
