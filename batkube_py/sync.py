@@ -129,11 +129,13 @@ class SettlePolicy:
         self.waits = 0
         self.wall = 0.0
         self.base: dict[str, float] = {}
+        self.base_queued = 0.0
 
     def baseline(self) -> None:
         """Counters are cumulative over the scheduler's life; fences count from here."""
         m = self.metrics.scrape() if self.metrics else None
         self.base = dict(m.events) if m else {}
+        self.base_queued = m.queued if m else 0.0
 
     def wait_nodes(self, n: int) -> None:
         """Pods created before the scheduler saw the nodes would fail and sit out a backoff."""
@@ -187,7 +189,7 @@ class SettlePolicy:
         m = self.metrics.scrape()
         ok = (
             m is not None and m.active == 0 and m.backoff == 0 and m.in_flight == 0 and m.binding == 0
-            and m.queued == view.unbound(True)
+            and m.queued - self.base_queued == view.unbound(True)
             and all(m.events.get(k, 0) - self.base.get(k, 0) >= n for k, n in view.fences().items())
         )  # fmt: skip
         return ok, m
@@ -198,6 +200,7 @@ class SettlePolicy:
             return (
                 f"kube-scheduler ({self.metrics.url}) {what} for {self.opts.crash_timeout:.0f} s while "
                 f"{view.unbound(True)} pods wait; see its log (e.g. <controlplane dir>/kube-scheduler.log)"
+                f" [last metrics {m}; fences {view.fences()}; baseline {self.base}]"
             )
         return (
             f"no scheduler answered for {self.opts.crash_timeout:.0f} s: {view.unmarked(False)} pending "

@@ -242,6 +242,7 @@ class ApiServerCluster:
             else:
                 self.policy.settle(self)
         except SchedulerUnresponsive as exc:
+            self._log_pending()
             self._break(str(exc))
             raise BackendError(str(exc)) from None
         out = []
@@ -308,21 +309,28 @@ class ApiServerCluster:
             return
         self._closed = True
         self.watch.stop()
-        try:
-            self.core.delete_collection_node(label_selector=f"{SIMULATED}={self.run_id}", _request_timeout=30)
-            self.core.delete_namespace(self.namespace, grace_period_seconds=0, _request_timeout=30)
-            if self._classes:
-                client.SchedulingV1Api(self.api).delete_collection_priority_class(
-                    label_selector=f"{SIMULATED}={self.run_id}", _request_timeout=30
+        ns, sel = self.namespace, f"{SIMULATED}={self.run_id}"
+        sched = client.SchedulingV1Api(self.api)
+        t = {"_request_timeout": 30}
+        steps = [
+            ("nodes", lambda: self.core.delete_collection_node(label_selector=sel, **t)),
+            # no controller-manager, so no namespace controller: empty and finalize the namespace ourselves
+            ("pods", lambda: self.core.delete_collection_namespaced_pod(ns, grace_period_seconds=0, **t)),
+            ("namespace", lambda: self.core.delete_namespace(ns, grace_period_seconds=0, **t)),
+            ("finalize", lambda: self.core.replace_namespace_finalize(
+                ns, {"metadata": {"name": ns}, "spec": {"finalizers": []}}, **t)),
+            ("priority classes", lambda: sched.delete_collection_priority_class(label_selector=sel, **t)),
+        ]  # fmt: skip
+        for what, step in steps:
+            try:
+                step()
+            except ApiException as exc:
+                if exc.status != 404:
+                    log.error("cleanup of %s (namespace %s, label %s) failed: %s", what, ns, sel, exc.reason)
+            except (urllib3.exceptions.HTTPError, OSError) as exc:
+                log.error(
+                    "cleanup of %s (namespace %s, label %s) failed: %s; delete by hand", what, ns, sel, exc
                 )
-        except (ApiException, urllib3.exceptions.HTTPError, OSError) as exc:
-            log.error(
-                "cleanup of namespace %s / nodes %s=%s failed: %s; delete them by hand",
-                self.namespace,
-                SIMULATED,
-                self.run_id,
-                exc,
-            )
 
     # ---- ClusterView for the sync policies --------------------------------------------------------
 
@@ -342,8 +350,24 @@ class ApiServerCluster:
         return time.monotonic() - self.watch.last_event
 
     def wait_event(self, timeout: float) -> None:
+        if self.watch.error:
+            raise BackendError(self.watch.error)
         with self.watch.cond:
             self.watch.cond.wait(timeout)
+
+    def _log_pending(self) -> None:
+        """What the apiserver says about the pods the scheduler left waiting, for the post-mortem."""
+        with self.watch.cond:
+            waiting = [n for n, v in self.watch.pods.items() if v.node is None]
+        for name in waiting[:20]:
+            try:
+                pod = self.core.read_namespaced_pod(name, self.namespace, _request_timeout=5)
+            except (ApiException, urllib3.exceptions.HTTPError, OSError) as exc:
+                log.error("pending pod %s: cannot read it (%s)", name, exc)
+                continue
+            conds = [(c.type, c.status, c.reason) for c in pod.status.conditions or []]
+            log.error("pending pod %s: node=%r scheduler=%s rv=%s conditions=%s", name, pod.spec.node_name,
+                      pod.spec.scheduler_name, pod.metadata.resource_version, conds)  # fmt: skip
 
     def _break(self, reason: str) -> None:
         if self.broken is None:

@@ -121,18 +121,22 @@ class PodWatch:
                     self.namespace,
                     resource_version=self._rv,
                     allow_watch_bookmarks=True,
-                    timeout_seconds=300,
+                    timeout_seconds=self.WATCH_SECONDS,
                     _request_timeout=(5, 330),
                 ):
                     if self._stop.is_set():
                         w.stop()
                         return
-                    obj = ev["object"]
-                    if ev["type"] == "ERROR":
-                        raise ApiException(status=getattr(obj, "code", None) or obj.get("code", 500))
-                    if ev["type"] != "BOOKMARK":
-                        self._apply(obj, deleted=ev["type"] == "DELETED")
-                    self._rv = obj.metadata.resource_version if ev["type"] != "ERROR" else self._rv
+                    obj, kind = ev["object"], ev["type"]
+                    if kind == "ERROR":
+                        code = obj.get("code", 500) if isinstance(obj, dict) else getattr(obj, "code", 500)
+                        raise ApiException(status=code, reason="watch error event")
+                    if isinstance(obj, dict):  # bookmarks arrive undeserialised
+                        self._rv = obj.get("metadata", {}).get("resourceVersion", self._rv)
+                        continue
+                    if kind != "BOOKMARK":
+                        self._apply(obj, deleted=kind == "DELETED")
+                    self._rv = obj.metadata.resource_version or self._rv
                     delay = 0.05
                 continue  # the watch timed out normally: resume from the last resourceVersion
             except ApiException as exc:
@@ -143,6 +147,10 @@ class PodWatch:
                 log.warning("pod watch failed (%s); reconnecting", exc.status)
             except (urllib3.exceptions.HTTPError, OSError, ValueError) as exc:
                 log.warning("pod watch connection lost (%s); reconnecting", type(exc).__name__)
+            except Exception as exc:  # a dead watch thread would silently lose bindings: say so and stop
+                self.error = f"pod watch failed: {type(exc).__name__}: {exc}"
+                log.exception("pod watch failed")
+                return
             if self._stop.is_set():
                 return
             self.reconnects += 1
