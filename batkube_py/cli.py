@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import sys
 from pathlib import Path
@@ -9,7 +10,6 @@ from pathlib import Path
 import click
 
 from batkube_py import __version__, platforms, workloads
-from batkube_py.analysis.commands import analyze, compare
 from batkube_py.controlplane.cli import apiserver_config, backend_options, controlplane
 from batkube_py.endpoint import DEFAULT_ENDPOINT
 from batkube_py.run import RunConfig, RunError, run, serve
@@ -18,7 +18,26 @@ _path = click.Path(path_type=Path)
 _file = click.Path(exists=True, dir_okay=False, path_type=Path)
 
 
-@click.group()
+class _LazyGroup(click.Group):
+    """Imports heavy subcommands (pandas, matplotlib, evalys) only when they run, so that `run` and
+    `serve` start in a fraction of a second."""
+
+    lazy = {
+        "analyze": "batkube_py.analysis.commands:analyze",
+        "compare": "batkube_py.analysis.commands:compare",
+    }
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in self.lazy and name not in self.commands:
+            module, _, attr = self.lazy[name].partition(":")
+            self.add_command(getattr(importlib.import_module(module), attr), name)
+        return super().get_command(ctx, name)
+
+
+@click.group(cls=_LazyGroup)
 @click.version_option(__version__, prog_name="batkube-py")
 def main() -> None:
     """Kubernetes scheduling on Batsim-simulated clusters."""
@@ -165,8 +184,6 @@ def workload_cmd(kind, jobs, delay, interval, cpu, memory, output) -> None:
     _write(json.dumps(doc, indent=1) + "\n", output)
 
 
-main.add_command(analyze)
-main.add_command(compare)
 main.add_command(controlplane)
 
 if __name__ == "__main__":
