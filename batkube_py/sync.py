@@ -38,6 +38,11 @@ class SyncOptions(BaseModel):
     quiet: float = Field(0.05, description="s of pod silence that counts as 'done' without metrics")
     confirm: float = Field(0.004, description="s the metrics must stay settled (informer lag margin)")
     crash_timeout: float = Field(30.0, description="s without any scheduler sign of life → stop")
+    backoff: Literal["wait", "expedite"] = Field(
+        "expedite", description="pods in wall-clock backoff: wait it out, or recreate them when their "
+        "simulated backoff (≤ max_backoff) has certainly expired"
+    )  # fmt: skip
+    max_backoff: float = Field(10.0, description="the scheduler's podMaxBackoffSeconds")
     # Batkube's knobs (timeout policy)
     timeout: float = 0.020
     min_delay: float = 0.0
@@ -56,6 +61,9 @@ class ClusterView(Protocol):
 
     def unmarked(self, kube: bool | None) -> int: ...
     def new_bindings(self) -> int: ...
+
+    def expedite(self) -> int:
+        """Recreate pending pods whose backoff expired in simulated time; returns how many."""
 
     def fences(self) -> dict[str, int]:
         """How many scheduler event handlers our own writes must have triggered, by event label."""
@@ -162,6 +170,10 @@ class SettlePolicy:
             while view.unbound(None):
                 now = time.monotonic()
                 kube_ok, m = self._kube_settled(view)
+                if (not kube_ok and m is not None and m.backoff and not m.active and not m.in_flight
+                        and self.opts.backoff == "expedite" and view.expedite()):  # fmt: skip
+                    settled_at = None
+                    continue
                 if m is not None and m.attempts != attempts:
                     life, attempts = now, m.attempts
                 other_ok = view.unbound(False) == 0 or (

@@ -64,6 +64,9 @@ class ApiServerCluster:
         self._wake: float | None = None
         self._calls: list[float] = []
         self._classes: set[str] = set()
+        self.specs: dict[str, client.V1Pod] = {}
+        self.now = 0.0
+        self.recreated = 0
         self._fences: dict[str, int] = {"UnschedulablePodAdd": 0, "AssignedPodDelete": 0, "NodeAdd": 0}
         self._closed = False
         self.watch = PodWatch(self.core, self.namespace)
@@ -160,6 +163,7 @@ class ApiServerCluster:
             pod.spec.priority_class_name = self._priority_class(pod.spec.priority)
         pod.spec.priority = None
         self.requests[name] = _requests(pod)
+        self.specs[name] = pod
         kube = pod.spec.scheduler_name in self.kube_names
         self.watch.track(name, kube=kube)
         self._fences["UnschedulablePodAdd"] += kube
@@ -235,6 +239,7 @@ class ApiServerCluster:
             raise BackendError(self.broken)
         if self.watch.error:
             raise BackendError(self.watch.error)
+        self.now = now
         try:
             limit = None
             if isinstance(self.policy, TimeoutPolicy):
@@ -259,6 +264,10 @@ class ApiServerCluster:
                 )
             out.append(Binding(pod, node))
         self._wake = self._next_call(now)
+        with self.watch.cond:
+            for v in self.watch.pods.values():
+                if v.node is None:
+                    v.since = now
         if self._over:
             raise InvariantViolation(f"{self._over} bindings over-allocated a node (see batkube.log)")
         return out
@@ -339,6 +348,37 @@ class ApiServerCluster:
 
     def unmarked(self, kube: bool | None = None) -> int:
         return self.watch.count(kube, unmarked=True)
+
+    def expedite(self) -> int:
+        """Recreate the pending pods whose backoff has certainly expired in *simulated* time.
+
+        kube-scheduler measures backoff on the wall clock, where a few milliseconds separate a pod's
+        failure from the event that frees a node; in the simulated cluster the pod failed at least
+        max_backoff simulated seconds ago, so a real scheduler would retry it at once. A new pod
+        (attempts = 0) is what the unmodified scheduler retries at once: same name, same spec.
+        """
+        with self.watch.cond:
+            due = [
+                n for n, v in self.watch.pods.items()
+                if v.node is None and v.kube and v.since >= 0 and self.now - v.since >= self.opts.max_backoff
+            ]  # fmt: skip
+        done = 0
+        for name in due:
+            if self.watch.renew(name) is None:
+                continue
+            pod = self.specs[name]
+            pod.metadata.resource_version = pod.metadata.uid = None
+            try:
+                self._call(f"delete pod {name} (expedite)", self.core.delete_namespaced_pod, name,
+                           self.namespace, grace_period_seconds=0, ok=(404,))  # fmt: skip
+                self._call(f"recreate pod {name}", self.core.create_namespaced_pod, self.namespace, pod)
+            except BackendError as exc:
+                self._break(str(exc))
+                raise
+            self._fences["UnschedulablePodAdd"] += 1
+            done += 1
+        self.recreated += done
+        return done
 
     def fences(self) -> dict[str, int]:
         return self._fences

@@ -93,6 +93,20 @@ def backend_options(f: Callable[..., Any]) -> Callable[..., Any]:
             help="apiserver: an existing cluster (default: `controlplane up`'s, else a private one).",
         ),
         click.option(
+            "--controlplane-dir",
+            type=click.Path(path_type=Path),
+            default=None,
+            help="apiserver: use the control plane `controlplane up --dir DIR` started.",
+        ),
+        click.option(
+            "--backoff",
+            "backoff_mode",
+            type=click.Choice(["expedite", "wait"]),
+            default="expedite",
+            show_default=True,
+            help="apiserver: recreate pods whose backoff expired in simulated time, or wait in wall time.",
+        ),
+        click.option(
             "--scheduler-config",
             type=click.Path(exists=True, dir_okay=False, path_type=Path),
             default=None,
@@ -140,6 +154,8 @@ def backend_options(f: Callable[..., Any]) -> Callable[..., Any]:
 def apiserver_config(kw: dict[str, Any]) -> ApiServerConfig | None:
     """Pops the backend options from a command's kwargs; None for the embedded backend."""
     keys = (
+        "controlplane_dir",
+        "backoff_mode",
         "backend",
         "kubeconfig",
         "scheduler_config",
@@ -169,10 +185,12 @@ def apiserver_config(kw: dict[str, Any]) -> ApiServerConfig | None:
         multiplier=o["backoff_multiplier"],
         fast_forward=o["fast_forward_on_no_pending_jobs"],
         detect_crash=o["detect_scheduler_deadlock"],
+        backoff=o["backoff_mode"],
     )
     return ApiServerConfig(
         kubeconfig=o["kubeconfig"],
         scheduler_config=o["scheduler_config"],
         scheduler_names=list(o["scheduler_names"]),
+        controlplane_dir=o["controlplane_dir"],
         sync=sync,
     )

@@ -26,6 +26,9 @@ class PodView:
     reason: str = ""
     rv: int = 0
     evicted: bool = False
+    uid: str | None = None
+    stale: frozenset[str] = frozenset()  # UIDs of earlier incarnations (recreated pods)
+    since: float = -1.0  # simulated time from which it has been pending in this incarnation
     kube: bool = True  # served by the kube-scheduler whose /metrics the settle policy reads
 
 
@@ -61,6 +64,10 @@ class PodWatch:
         rv = int(pod.metadata.resource_version or 0)
         with self.cond:
             view = self.pods.get(name)
+            if view is not None and pod.metadata.uid in view.stale:
+                return
+            if view is not None and view.uid is None:
+                view.uid = pod.metadata.uid
             going = deleted or pod.metadata.deletion_timestamp is not None
             if view is not None and view.node is not None and going and not view.evicted:
                 # we forget pods before deleting them: this is someone else's delete (a preemption)
@@ -83,6 +90,15 @@ class PodWatch:
         """Called before creating a pod, so its first watch event is never dropped as unknown."""
         with self.cond:
             self.pods.setdefault(name, PodView(kube=kube))
+
+    def renew(self, name: str) -> PodView | None:
+        """Before deleting and recreating a pending pod: forget the old incarnation's events."""
+        with self.cond:
+            old = self.pods.get(name)
+            if old is None or old.uid is None or old.node is not None:
+                return None
+            self.pods[name] = PodView(kube=old.kube, stale=old.stale | {old.uid}, since=-1.0)
+            return old
 
     def count(self, kube: bool | None, unmarked: bool = False) -> int:
         with self.cond:

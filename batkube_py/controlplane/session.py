@@ -39,6 +39,11 @@ def profile_names(scheduler_config: Path) -> set[str]:
     return {p.get("schedulerName", DEFAULT_SCHEDULER) for p in doc.get("profiles") or [{}]}
 
 
+def max_backoff(scheduler_config: Path) -> float:
+    doc = yaml.safe_load(scheduler_config.read_text()) or {}
+    return float(doc.get("podMaxBackoffSeconds", 10))
+
+
 @contextlib.contextmanager
 def apiserver_session(cfg: ApiServerConfig, run_dir: Path | None = None) -> Iterator[BackendFactory]:
     started: ControlPlane | None = None
@@ -61,10 +66,12 @@ def apiserver_session(cfg: ApiServerConfig, run_dir: Path | None = None) -> Iter
         if sync.metrics_url is None:
             sync.metrics_url = st.scheduler_metrics
         kube_names = profile_names(cp.dir / "scheduler-config.yaml")
+        sync.max_backoff = max_backoff(cp.dir / "scheduler-config.yaml")
         names |= kube_names
     elif sync.metrics_url is not None:
         # an existing cluster: the metrics are those of a kube-scheduler with these profiles
         kube_names = profile_names(cfg.scheduler_config) if cfg.scheduler_config else {DEFAULT_SCHEDULER}
+        sync.max_backoff = max_backoff(cfg.scheduler_config) if cfg.scheduler_config else 10.0
         if cfg.scheduler_names:
             names |= kube_names
     api = config.new_client_from_config(config_file=str(kubeconfig))
