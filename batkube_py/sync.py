@@ -272,6 +272,8 @@ class TimeoutPolicy:
         return got
 
     def next_wakeup(self, now: float, view: ClusterView) -> float | None:
+        if view.unbound(None) == 0 and view.running() == 0:
+            return None  # Batkube's end condition: nothing left that a wake-up could serve
         if not self.first_decision:
             step = self.opts.base_step / 5
         elif self.opts.fast_forward and view.unbound(None) == 0:

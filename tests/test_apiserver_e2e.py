@@ -27,19 +27,13 @@ def _kubeconfig(cp) -> str:
     return str(cp.state().kubeconfig)
 
 
-def _metrics(cp) -> str:
-    return cp.state().scheduler_metrics
-
-
 @pytest.mark.parametrize("name", sorted(IDEAL))
 def test_kube_scheduler_matches_the_ideal(controlplane, tmp_path: Path, name: str):
     code, output, s = run_cli(
         tmp_path / "run",
         WORKLOADS / name,
-        "--kubeconfig",
-        _kubeconfig(controlplane),
-        "--scheduler-metrics",
-        _metrics(controlplane),
+        "--controlplane-dir",
+        str(controlplane.dir),
     )
     assert code == 0, output
     makespan, wait = IDEAL[name]
@@ -77,12 +71,8 @@ def test_two_profiles_at_once(tmp_path: Path):
         code, output, s = run_cli(
             tmp_path / "run",
             wl,
-            "--kubeconfig",
-            _kubeconfig(cp),
-            "--scheduler-metrics",
-            _metrics(cp),
-            "--scheduler-config",
-            str(cfg),
+            "--controlplane-dir",
+            str(cp.dir),
         )
         assert code == 0, output
         assert s["jobs_succeeded"] == 60 and s["over_allocations"] == 0

@@ -106,15 +106,13 @@ def test_watch_expiry_forced_during_a_run(cp, tmp_path: Path, monkeypatch):
                 w._rv = "1"
 
     threading.Thread(target=expire, daemon=True).start()
-    st = cp.state()
+
     try:
         code, output, s = run_cli(
             tmp_path / "run",
             WORKLOADS / "spaced_200_delay170.json",
-            "--kubeconfig",
-            str(st.kubeconfig),
-            "--scheduler-metrics",
-            st.scheduler_metrics,
+            "--controlplane-dir",
+            str(cp.dir),
         )
     finally:
         stop.set()
@@ -125,7 +123,7 @@ def test_watch_expiry_forced_during_a_run(cp, tmp_path: Path, monkeypatch):
 
 
 def test_apiserver_restart_mid_run(cp, tmp_path: Path):
-    st = cp.state()
+
     out = tmp_path / "run"
 
     def restart():
@@ -136,10 +134,8 @@ def test_apiserver_restart_mid_run(cp, tmp_path: Path):
     code, output, s = run_cli(
         out,
         WORKLOADS / "200_delay170.json",
-        "--kubeconfig",
-        str(st.kubeconfig),
-        "--scheduler-metrics",
-        st.scheduler_metrics,
+        "--controlplane-dir",
+        str(cp.dir),
     )
     t.join(60)
     assert code == 0, output
@@ -148,16 +144,14 @@ def test_apiserver_restart_mid_run(cp, tmp_path: Path):
 
 
 def test_scheduler_crash_is_named_and_outputs_kept(cp, tmp_path: Path):
-    st = cp.state()
+
     out = tmp_path / "run"
     t = _when(lambda: _rows(out) >= 20, lambda: cp.stop("kube-scheduler"))
     code, output, s = run_cli(
         out,
         WORKLOADS / "200_delay170.json",
-        "--kubeconfig",
-        str(st.kubeconfig),
-        "--scheduler-metrics",
-        st.scheduler_metrics,
+        "--controlplane-dir",
+        str(cp.dir),
         "--scheduler-crash-timeout",
         "3",
     )
