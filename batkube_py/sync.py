@@ -15,11 +15,12 @@ long and the run crawls. See docs/sync.md.
 
 from __future__ import annotations
 
+import http.client
 import logging
 import re
 import ssl
 import time
-import urllib.request
+import urllib.parse
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -36,7 +37,7 @@ class SyncOptions(BaseModel):
     policy: Literal["settle", "timeout"] = "settle"
     metrics_url: str | None = Field(None, description="kube-scheduler /metrics (settle policy)")
     quiet: float = Field(0.05, description="s of pod silence that counts as 'done' without metrics")
-    confirm: float = Field(0.004, description="s the metrics must stay settled (informer lag margin)")
+    confirm: float = Field(0.0, description="s the metrics must stay settled (extra margin; fences suffice)")
     crash_timeout: float = Field(30.0, description="s without any scheduler sign of life → stop")
     backoff: Literal["wait", "expedite"] = Field(
         "expedite", description="pods in wall-clock backoff: wait it out, or recreate them when their "
@@ -117,17 +118,39 @@ def parse_metrics(text: str) -> Metrics:
 
 
 class MetricsSource:
+    """Scrapes kube-scheduler's /metrics over one kept-alive loopback connection (a scrape is ~300 kB)."""
+
     def __init__(self, url: str, timeout: float = 2.0):
         self.url = url
+        parts = urllib.parse.urlsplit(url)
+        self._host, self._port, self._path = parts.hostname, parts.port, parts.path or "/metrics"
+        self._https = parts.scheme == "https"
         self.timeout = timeout
-        self._ctx = ssl._create_unverified_context()  # loopback, the scheduler's self-signed cert
+        self._conn: http.client.HTTPConnection | None = None
+
+    def _connect(self) -> http.client.HTTPConnection:
+        if self._https:  # loopback, the scheduler's self-signed serving certificate
+            ctx = ssl._create_unverified_context()
+            return http.client.HTTPSConnection(self._host, self._port, timeout=self.timeout, context=ctx)
+        return http.client.HTTPConnection(self._host, self._port, timeout=self.timeout)
 
     def scrape(self) -> Metrics | None:
-        try:
-            with urllib.request.urlopen(self.url, timeout=self.timeout, context=self._ctx) as r:
-                return parse_metrics(r.read().decode())
-        except (OSError, ValueError):
-            return None
+        for _ in range(2):
+            try:
+                if self._conn is None:
+                    self._conn = self._connect()
+                self._conn.request("GET", self._path)
+                resp = self._conn.getresponse()
+                body = resp.read()
+                if resp.status != 200:
+                    return None
+                text = "\n".join(ln for ln in body.decode().splitlines() if ln.startswith("scheduler_"))
+                return parse_metrics(text)
+            except (OSError, http.client.HTTPException, ValueError):
+                if self._conn is not None:
+                    self._conn.close()
+                self._conn = None
+        return None
 
 
 class SettlePolicy:
@@ -182,7 +205,7 @@ class SettlePolicy:
                 if kube_ok and other_ok:
                     if settled_at is None:
                         settled_at = now
-                    elif now - settled_at >= self.opts.confirm:
+                    if now - settled_at >= self.opts.confirm:
                         log.debug("settled after %.1f ms: %s fences=%s base=%s", (now - t0) * 1e3, m,
                                   view.fences(), self.base)  # fmt: skip
                         return
