@@ -12,6 +12,7 @@ import click
 from batkube_py import __version__, platforms, workloads
 from batkube_py.controlplane.cli import apiserver_config, backend_options, controlplane
 from batkube_py.endpoint import DEFAULT_ENDPOINT
+from batkube_py.experiments.commands import experiment
 from batkube_py.run import RunConfig, RunError, run, serve
 
 _path = click.Path(path_type=Path)
@@ -185,6 +186,7 @@ def workload_cmd(kind, jobs, delay, interval, cpu, memory, output) -> None:
 
 
 main.add_command(controlplane)
+main.add_command(experiment)
 
 if __name__ == "__main__":
     main()

@@ -1,0 +1,1 @@
+"""Declarative, resumable experiments: YAML files → runs → tables and figures (`batkube experiment`)."""

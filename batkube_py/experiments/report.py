@@ -1,0 +1,203 @@
+"""After the runs: per-case comparisons (batkube_py.analysis), the Table-4.1-style summary, resources,
+and report.md tying them together with the command that produced them.
+
+Tables are built from the runs on disk, not from memory, so a resumed campaign reports every run, and
+failed runs are shown as failures next to the numbers — never silently dropped.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from batkube_py.analysis import compare as cmp
+from batkube_py.experiments import sweeps
+from batkube_py.experiments.plan import Task, resolve
+from batkube_py.experiments.spec import Experiment
+
+
+@dataclass
+class Outcome:
+    """What a campaign produced, for the CLI's summary and exit status."""
+
+    table: str = ""
+    files: list[Path] = field(default_factory=list)
+    failed: list[tuple[Task, str]] = field(default_factory=list)
+
+
+def _fmt(values: list[float], digits: int) -> str:
+    if not values:
+        return "—"
+    a = np.asarray(values, dtype=float)
+    mean = f"{a.mean():.{digits}f}"
+    return mean if len(a) == 1 else f"{mean} ± {a.std(ddof=0):.{digits}f}"
+
+
+def write_runs_csv(tasks: list[Task], results: dict[Path, dict[str, Any]], path: Path) -> None:
+    cols = [
+        "case",
+        "variant",
+        "param",
+        "value",
+        "rep",
+        "seed",
+        "status",
+        "makespan",
+        "mean_waiting_time",
+        "wall_seconds",
+        "max_rss_mib",
+        "error",
+        "dir",
+    ]
+    with path.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(cols)
+        for t in tasks:
+            r = results.get(t.out, {})
+            w.writerow(
+                [
+                    t.case,
+                    t.variant,
+                    t.param or "",
+                    "" if t.value is None else f"{t.value:g}",
+                    t.rep,
+                    t.seed,
+                    r.get("status", "not run"),
+                    r.get("makespan"),
+                    r.get("mean_waiting_time"),
+                    r.get("wall_seconds"),
+                    r.get("max_rss_mib"),
+                    r.get("error") or "",
+                    t.out.relative_to(path.parent),
+                ]
+            )
+
+
+def _case_groups(exp: Experiment, case_name: str, base: Path, tasks: list[Task], results: dict) -> list:
+    case = next(c for c in exp.cases if c.name == case_name)
+    plan: list[tuple[str, list[Path]]] = []
+    for ref in case.references:
+        paths: list[Path] = []
+        for pattern in ref.runs:
+            paths += cmp.expand(str(resolve(pattern, base)))
+        plan.append((ref.label, paths))
+    for v in exp.variants_of(case):
+        if v.sweep is not None:
+            continue
+        ok = [
+            t.out
+            for t in tasks
+            if t.case == case_name and t.variant == v.name and results.get(t.out, {}).get("status") == "ok"
+        ]
+        if ok:
+            plan.append((v.title, ok))
+    return cmp.load_groups(plan) if plan else []
+
+
+def build(exp: Experiment, base: Path, out: Path, tasks: list[Task], results: dict, command: str) -> Outcome:
+    outcome = Outcome()
+    write_runs_csv(tasks, results, out / "runs.csv")
+    outcome.files.append(out / "runs.csv")
+    outcome.failed = [
+        (t, results[t.out].get("error") or "failed")
+        for t in tasks
+        if results.get(t.out, {}).get("status") == "failed" and not t.failures_expected
+    ]
+    metrics = tuple(exp.table.metrics)
+    case_names = list(dict.fromkeys(t.case for t in tasks))
+    rows: dict[str, dict[str, str]] = {}
+    columns: list[str] = []
+    sections: list[str] = []
+    for name in case_names:
+        groups = _case_groups(exp, name, base, tasks, results)
+        if groups:
+            agg = cmp.aggregate(groups, tuple(dict.fromkeys((*metrics, *cmp.DEFAULT_METRICS))))
+            outcome.files += cmp.write_outputs(groups, agg, out / name, exp.table.digits)
+            sections.append(f"### {name}\n\n" + cmp.markdown_table(cmp.wide_table(agg, exp.table.digits)))
+            for g in groups:
+                columns.append(g.label) if g.label not in columns else None
+                rows.setdefault(name, {})[g.label] = " / ".join(
+                    _fmt([x[k] for x in g.metrics if x.get(k) is not None], exp.table.digits) for k in metrics
+                )
+        for v in exp.variants:
+            done = [t for t in tasks if t.case == name and t.variant == v.name]
+            if v.sweep is not None and done:
+                refs = [
+                    r
+                    for c in exp.cases
+                    if c.name == name
+                    for r in c.sweep_references
+                    if r.parameter == v.sweep.parameter
+                ]
+                baselines = {g.label: g.metrics for g in groups}
+                outcome.files += sweeps.write(v, name, done, results, refs, base, baselines, out / "sweeps")
+        for t in tasks:
+            if t.case == name and t.param is None and results.get(t.out, {}).get("status") == "failed":
+                label = next(v.title for v in exp.variants if v.name == t.variant)
+                columns.append(label) if label not in columns else None
+                cell = rows.setdefault(name, {}).get(label, "—")
+                if "failed" not in cell:
+                    n = sum(
+                        1
+                        for u in tasks
+                        if u.case == name
+                        and u.variant == t.variant
+                        and results.get(u.out, {}).get("status") == "failed"
+                    )
+                    rows[name][label] = f"{cell} ({n} failed)"
+    header = " / ".join(k.replace("_", " ") for k in metrics)
+    table = [f"| case ({header}) | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
+    table += [
+        "| " + " | ".join([c, *(rows.get(c, {}).get(col, "—") for col in columns)]) + " |" for c in rows
+    ]
+    outcome.table = "\n".join(table) + "\n"
+    (out / "table.md").write_text(outcome.table)
+    outcome.files.append(out / "table.md")
+    resources = _resources(exp, tasks, results) if exp.measure_resources else ""
+    _report_md(exp, out, command, outcome, sections, resources)
+    return outcome
+
+
+def _resources(exp: Experiment, tasks: list[Task], results: dict) -> str:
+    lines = [
+        "| case | variant | runs ok | wall time (s) | peak RSS of `batkube run` (MiB) |",
+        "|---|---|---|---|---|",
+    ]
+    keys = list(dict.fromkeys((t.case, t.variant) for t in tasks if t.param is None))
+    for case, variant in keys:
+        rs = [results.get(t.out, {}) for t in tasks if (t.case, t.variant) == (case, variant)]
+        ok = [r for r in rs if r.get("status") == "ok"]
+        rss = [r["max_rss_mib"] for r in ok if r.get("max_rss_mib") is not None]
+        lines.append(
+            f"| {case} | {variant} | {len(ok)}/{len(rs)} | {_fmt([r['wall_seconds'] for r in ok], 1)} | "
+            f"{max(rss) if rss else '—'} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _report_md(
+    exp: Experiment, out: Path, command: str, outcome: Outcome, sections: list[str], res: str
+) -> None:
+    parts = [
+        f"# {exp.name}\n",
+        exp.description.strip() + "\n" if exp.description else "",
+        f"Produced by `{command}`.\n",
+        "## Summary\n",
+        outcome.table,
+    ]
+    if res:
+        parts += ["## Wall time and memory\n", res]
+    if sections:
+        parts += ["## Per case (mean ± population sd over repetitions)\n", *sections]
+    figs = sorted(p.relative_to(out) for p in outcome.files if p.suffix == ".png")
+    if figs:
+        parts += ["## Figures\n", *(f"![{p.stem}]({p})\n" for p in figs)]
+    if outcome.failed:
+        parts += ["## Failed runs\n", *(f"- {t.name}: {err}\n" for t, err in outcome.failed)]
+    text = "\n".join(p for p in parts if p)
+    (out / "report.md").write_text(text)
+    outcome.files.append(out / "report.md")

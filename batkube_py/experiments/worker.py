@@ -1,0 +1,91 @@
+"""One run, executed wherever the executor puts it (a local pool process or a Dask worker).
+
+The run is a `batkube run` child process rather than a function call: each run gets a fresh interpreter
+(logging handlers, ZeroMQ context, control-plane session), and `os.wait4` gives that child's own peak
+memory, which is what the scale experiment reports.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from batkube_py.experiments.plan import Task
+
+RESULT = "result.json"
+
+
+def finished(task: Task) -> dict[str, Any] | None:
+    """The stored result if this exact run (same key) already finished in a way worth keeping."""
+    path = task.out / RESULT
+    try:
+        res = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    if res.get("key") != task.key:
+        return None
+    if res.get("status") == "ok" or (task.failures_expected and res.get("status") == "failed"):
+        return res
+    return None
+
+
+def _summary(out: Path) -> dict[str, Any]:
+    try:
+        return json.loads((out / "summary.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return {}
+
+
+def execute(task: Task) -> dict[str, Any]:
+    """Runs the task in a clean directory; returns (and stores) status, wall time, peak RSS, summary."""
+    if task.out.exists():
+        shutil.rmtree(task.out)
+    task.out.mkdir(parents=True)
+    start = time.perf_counter()
+    timed_out = False
+    with open(task.out / "experiment.log", "wb") as log:
+        proc = subprocess.Popen(
+            task.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+        )
+        deadline = None if task.timeout is None else start + task.timeout
+        term_sent: float | None = None
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            now = time.perf_counter()
+            if deadline is not None and now > deadline and term_sent is None:
+                timed_out, term_sent = True, now
+                os.killpg(proc.pid, signal.SIGTERM)
+            elif term_sent is not None and now > term_sent + 10:
+                os.killpg(proc.pid, signal.SIGKILL)
+            time.sleep(0.05)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.perf_counter() - start
+    summary = _summary(task.out)
+    error = summary.get("error")
+    if timed_out:
+        error = f"killed after {task.timeout:g} s (run_timeout)"
+    elif proc.returncode != 0 and not error:
+        tail = (task.out / "experiment.log").read_text(errors="replace").strip().splitlines()[-3:]
+        error = f"exit code {proc.returncode}: {' | '.join(tail)}"
+    result = {
+        "key": task.key,
+        "task": task.name,
+        "status": "ok" if proc.returncode == 0 and not error else "failed",
+        "exit_code": proc.returncode,
+        "error": error,
+        "wall_seconds": round(wall, 3),
+        "max_rss_mib": round(usage.ru_maxrss / 1024, 1),
+        "makespan": summary.get("makespan"),
+        "mean_waiting_time": summary.get("mean_waiting_time"),
+        "argv": list(task.argv),
+    }
+    (task.out / RESULT).write_text(json.dumps(result, indent=1) + "\n")
+    return result
