@@ -63,7 +63,7 @@ class Scheduler:
                 if uid not in self.assigned:
                     self.assigned[uid] = (pod.spec.node_name, cpu_request(pod))
                     self.used[pod.spec.node_name] = self.used.get(pod.spec.node_name, 0) + cpu_request(pod)
-            elif pod.spec.scheduler_name == NAME:
+            elif pod.spec.scheduler_name == NAME and uid not in self.assigned:  # not a stale event
                 self.pending.setdefault(uid, pod)
         self.schedule()
 
@@ -87,7 +87,11 @@ class Scheduler:
             target=client.V1ObjectReference(api_version="v1", kind="Node", name=node),
         )
         # _preload_content=False: the client cannot deserialize the Status a Binding POST returns.
-        self.core.create_namespaced_binding(pod.metadata.namespace, body, _preload_content=False)
+        try:
+            self.core.create_namespaced_binding(pod.metadata.namespace, body, _preload_content=False)
+        except client.ApiException as exc:
+            if exc.status not in (404, 409):  # gone, or already bound: nothing to do
+                raise
 
     def mark_unschedulable(self, pod: client.V1Pod) -> None:
         cond = {
