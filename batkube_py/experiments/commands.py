@@ -128,6 +128,8 @@ def run_cmd(
     except (SpecError, ExperimentError) as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(outcome.table, nl=False)
+    for note in outcome.notes:
+        click.echo(f"note: {note}", err=True)
     click.echo(f"written to {(opts.out or outcome.files[0].parent)}", err=True)
     if outcome.failed:
         for task, err in outcome.failed:

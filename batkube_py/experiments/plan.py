@@ -127,17 +127,22 @@ def plan(
         unknown = sorted(set(wanted) - set(known))
         if unknown:
             raise SpecError(f"unknown {what}(s) {', '.join(unknown)}; the file has {', '.join(known)}")
-    reps = repetitions or exp.repetitions
     tasks: list[Task] = []
     for case in exp.cases:
         if cases and case.name not in cases:
             continue
-        tasks += _case_tasks(exp, case, base, out, batsim, reps, variants)
+        tasks += _case_tasks(exp, case, base, out, batsim, repetitions, variants)
     return tasks
 
 
 def _case_tasks(
-    exp: Experiment, case: Case, base: Path, out: Path, batsim: str | None, reps: int, only: tuple[str, ...]
+    exp: Experiment,
+    case: Case,
+    base: Path,
+    out: Path,
+    batsim: str | None,
+    reps: int | None,
+    only: tuple[str, ...],
 ) -> list[Task]:
     where = f"cases.{case.name}"
     platform = materialize(case.platform, base, out / "inputs", f"{where}.platform")
@@ -159,7 +164,7 @@ def _case_tasks(
             if param is not None:
                 sync = sync.model_copy(update={param: value})
             vargs = _variant_args(v, base) + (_sync_args(sync) if v.backend == "apiserver" else [])
-            for rep in range(reps):
+            for rep in range(reps or v.repetitions or exp.repetitions):
                 seed = exp.seed + rep
                 rdir = out / "runs" / case.name / v.name
                 if param is not None:

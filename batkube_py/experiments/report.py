@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from batkube_py.analysis import compare as cmp
+from batkube_py.analysis.loading import AnalysisError
 from batkube_py.experiments import sweeps
 from batkube_py.experiments.plan import Task, resolve
 from batkube_py.experiments.spec import Experiment
@@ -27,6 +28,7 @@ class Outcome:
     table: str = ""
     files: list[Path] = field(default_factory=list)
     failed: list[tuple[Task, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 def _fmt(values: list[float], digits: int) -> str:
@@ -98,6 +100,22 @@ def _case_groups(exp: Experiment, case_name: str, base: Path, tasks: list[Task],
     return cmp.load_groups(plan) if plan else []
 
 
+def _rows_from_results(
+    exp: Experiment, case: str, tasks: list[Task], results: dict, rows: dict, columns: list[str]
+) -> None:
+    """Summary cells from each run's summary.json (via result.json) when the full comparison is off."""
+    for v in exp.variants:
+        ok = [results[t.out] for t in tasks if t.case == case and t.variant == v.name and t.param is None
+              and results.get(t.out, {}).get("status") == "ok"]  # fmt: skip
+        if not ok:
+            continue
+        if v.title not in columns:
+            columns.append(v.title)
+        rows.setdefault(case, {})[v.title] = " / ".join(
+            _fmt([r[k] for r in ok if r.get(k) is not None], exp.table.digits) for k in exp.table.metrics
+        )
+
+
 def build(exp: Experiment, base: Path, out: Path, tasks: list[Task], results: dict, command: str) -> Outcome:
     outcome = Outcome()
     write_runs_csv(tasks, results, out / "runs.csv")
@@ -113,7 +131,14 @@ def build(exp: Experiment, base: Path, out: Path, tasks: list[Task], results: di
     columns: list[str] = []
     sections: list[str] = []
     for name in case_names:
-        groups = _case_groups(exp, name, base, tasks, results)
+        groups = []
+        if exp.table.compare:
+            try:
+                groups = _case_groups(exp, name, base, tasks, results)
+            except AnalysisError as exc:
+                outcome.notes.append(f"{name}: comparison skipped, the analysis could not read a run: {exc}")
+        if not groups:
+            _rows_from_results(exp, name, tasks, results, rows, columns)
         if groups:
             agg = cmp.aggregate(groups, tuple(dict.fromkeys((*metrics, *cmp.DEFAULT_METRICS))))
             outcome.files += cmp.write_outputs(groups, agg, out / name, exp.table.digits)
@@ -196,6 +221,8 @@ def _report_md(
     figs = sorted(p.relative_to(out) for p in outcome.files if p.suffix == ".png")
     if figs:
         parts += ["## Figures\n", *(f"![{p.stem}]({p})\n" for p in figs)]
+    if outcome.notes:
+        parts += ["## Notes\n", *(f"- {n}\n" for n in outcome.notes)]
     if outcome.failed:
         parts += ["## Failed runs\n", *(f"- {t.name}: {err}\n" for t, err in outcome.failed)]
     text = "\n".join(p for p in parts if p)

@@ -102,6 +102,7 @@ class Variant(_Model):
     sync: Sync | None = None
     sweep: Sweep | None = None
     cases: list[str] | None = Field(None, description="only these cases (default: all)")
+    repetitions: int | None = Field(None, ge=1, description="default: the experiment's")
     failures_expected: bool = Field(False, description="failed runs are data (success rate), not errors")
     exclusive: bool | None = Field(None, description="run alone (wall-clock-sensitive); default: apiserver")
     run_args: list[str] = []
@@ -124,6 +125,7 @@ class Variant(_Model):
 class Table(_Model):
     metrics: list[str] = ["makespan", "mean_waiting_time"]
     digits: int = Field(1, ge=0, le=6)
+    compare: bool = Field(True, description="full per-case comparison (loads every run; off for scale)")
 
 
 class Experiment(_Model):
