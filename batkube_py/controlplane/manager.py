@@ -105,7 +105,17 @@ class ControlPlane:
 
     # ---- lifecycle ------------------------------------------------------------------------------
 
-    def up(self, scheduler_config: Path | None = None, timeout: float = 60.0) -> State:
+    def up(self, scheduler_config: Path | None = None, timeout: float = 60.0, attempts: int = 2) -> State:
+        """Start all three; one retry on fresh ports if a component dies during start-up (a port race)."""
+        for attempt in range(attempts):
+            try:
+                return self._up(scheduler_config, timeout)
+            except ControlPlaneError as exc:
+                if attempt + 1 == attempts or "exited during start-up" not in str(exc):
+                    raise
+        raise AssertionError("unreachable")
+
+    def _up(self, scheduler_config: Path | None, timeout: float) -> State:
         bins = build.find_binaries()
         if bins is None:
             raise ControlPlaneError(
