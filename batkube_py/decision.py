@@ -23,7 +23,7 @@ from batkube_py.outputs import PodRecord, RunOutputs
 from batkube_py.protocol import models as m
 from batkube_py.protocol.codec import decode_message
 from batkube_py.protocol.reply import Reply
-from batkube_py.quantities import milli_cpu
+from batkube_py.quantities import byte_count, milli_cpu
 from batkube_py.scheduler.snapshot import InvariantViolation
 from batkube_py.startup import StartupLatency
 
@@ -156,7 +156,7 @@ class DecisionProcess:
         record.priority = pod.spec.priority or 0
         requests = pod.spec.containers[0].resources.requests or {}
         record.cpu_request = milli_cpu(requests["cpu"]) / 1000 if "cpu" in requests else 0.0
-        record.memory_request = requests.get("memory", "")
+        record.memory_request = byte_count(requests["memory"]) if "memory" in requests else ""
         if self.fatal is not None:
             return self._reject(
                 record, reply, translate.Rejection(job_id, "-", "-", f"a working run ({self.fatal})")

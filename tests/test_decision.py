@@ -183,3 +183,14 @@ def test_same_seed_same_decisions_and_seed_matters_for_ties():
 
     assert placements(0) == placements(0)
     assert len({tuple(placements(s)) for s in range(5)}) > 1
+
+
+def test_pods_csv_holds_requests_as_numbers(tmp_path):
+    p = dp(tmp_path)
+    profile = {"type": "delay", "delay": 1, "cpu": "500m", "memory": "1Gi"}
+    p.handle(message(0.0, begins([host(0, core="2", memory="4Gi")], {"m": profile})))
+    p.handle(message(0.0, submitted(0.0, "w0!1", "m")))
+    p.handle(message(1.0, completed(1.0, "w0!1", "0")))
+    p.outputs.close()
+    row = (tmp_path / "pods.csv").read_text().splitlines()[1].split(",")
+    assert row[4:6] == ["0.5", str(2**30)]
