@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -33,9 +34,13 @@ def require_binaries() -> None:
 
 
 def start(tmp: Path, scheduler_config: Path | None = None) -> ControlPlane:
+    """A control plane in its own temp dir: pytest prunes old basetemp dirs (pytest-of-USER/pytest-N) when
+    another pytest starts, which would delete a running etcd's data under tmp_path."""
     require_binaries()
-    cp = ControlPlane(tmp)
+    cp = ControlPlane(Path(tempfile.mkdtemp(prefix="batkube-cp-", dir=os.environ.get("BATKUBE_TEST_TMP"))))
     cp.up(scheduler_config)
+    (tmp / "controlplane-dir").parent.mkdir(parents=True, exist_ok=True)
+    (tmp / "controlplane-dir").write_text(str(cp.dir))
     return cp
 
 

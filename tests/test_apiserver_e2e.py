@@ -20,7 +20,7 @@ IDEAL = {"200_delay170.json": (2210.0, 979.2), "spaced_200_delay170.json": (2280
 def controlplane(tmp_path_factory):
     cp = start(tmp_path_factory.mktemp("cp"))
     yield cp
-    cp.down()
+    cp.down(remove=True)
 
 
 def _kubeconfig(cp) -> str:
@@ -79,7 +79,7 @@ def test_two_profiles_at_once(tmp_path: Path):
         pods = (tmp_path / "run" / "pods.csv").read_text()
         assert "packer" in pods and "default-scheduler" in pods
     finally:
-        cp.down()
+        cp.down(remove=True)
 
 
 def test_python_scheduler_unmodified(controlplane, tmp_path: Path):

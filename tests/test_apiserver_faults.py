@@ -22,7 +22,7 @@ from batkube_py.sync import SyncOptions
 def cp(tmp_path: Path):
     plane = start(tmp_path / "cp")
     yield plane
-    plane.down()
+    plane.down(remove=True)
 
 
 def _rows(out: Path) -> int:

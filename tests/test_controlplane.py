@@ -52,3 +52,4 @@ def test_up_status_down_loopback_only(tmp_path: Path):
     assert not any(cp.running().values())
     res = CliRunner().invoke(main, ["controlplane", "status", "--dir", str(cp.dir)])
     assert res.exit_code == 1
+    cp.down(remove=True)

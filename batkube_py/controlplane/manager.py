@@ -87,6 +87,13 @@ class ControlPlane:
     def __init__(self, directory: Path | None = None):
         self.dir = (directory or default_dir()).resolve()
         self.state_file = self.dir / "state.json"
+        self._procs: dict[int, subprocess.Popen] = {}  # the processes this object started, by pid
+
+    def _is_alive(self, pid: int) -> bool:
+        """Our own children by their Popen handle (exact, reaps them); others by /proc and command line."""
+        if pid in self._procs:
+            return self._procs[pid].poll() is None
+        return _alive(pid, str(self.dir))
 
     # ---- state ----------------------------------------------------------------------------------
 
@@ -101,7 +108,7 @@ class ControlPlane:
 
     def running(self) -> dict[str, bool]:
         st = self.state()
-        return {n: bool(st and n in st.pids and _alive(st.pids[n], str(self.dir))) for n in _ORDER}
+        return {n: bool(st and n in st.pids and self._is_alive(st.pids[n])) for n in _ORDER}
 
     # ---- lifecycle ------------------------------------------------------------------------------
 
@@ -229,6 +236,7 @@ class ControlPlane:
                 cwd=self.dir,
             )
         st.pids[name] = proc.pid
+        self._procs[proc.pid] = proc
         self._save(st)
 
     def _wait(self, url: str, timeout: float, name: str, **kw) -> None:
@@ -238,7 +246,7 @@ class ControlPlane:
             code, body = _get(url, **kw)
             if code == 200:
                 return
-            if st and not _alive(st.pids.get(name, -1), str(self.dir)):
+            if st and not self._is_alive(st.pids.get(name, -1)):
                 tail = (self.dir / f"{name}.log").read_text(errors="replace")[-1500:]
                 raise ControlPlaneError(
                     f"{name} exited during start-up; end of {self.dir}/{name}.log:\n{tail}"
@@ -251,13 +259,14 @@ class ControlPlane:
         if st is None or name not in st.pids:
             return
         pid = st.pids[name]
-        if _alive(pid, str(self.dir)):
+        if self._is_alive(pid):
             os.kill(pid, signal.SIGTERM)
             deadline = time.monotonic() + timeout
-            while _alive(pid, str(self.dir)) and time.monotonic() < deadline:
+            while self._is_alive(pid) and time.monotonic() < deadline:
                 time.sleep(0.05)
-            if _alive(pid, str(self.dir)):
+            if self._is_alive(pid):
                 os.kill(pid, signal.SIGKILL)
+                time.sleep(0.1)
         try:  # reap if we are the parent
             os.waitpid(pid, os.WNOHANG)
         except ChildProcessError:
@@ -265,10 +274,11 @@ class ControlPlane:
         del st.pids[name]
         self._save(st)
 
-    def down(self) -> None:
+    def down(self, remove: bool = False) -> None:
+        """Stop what `up` started; `remove` also deletes the state directory (certs, logs)."""
         for name in _ORDER:
             self.stop(name)
-        shutil.rmtree(self.dir / "etcd-data", ignore_errors=True)
+        shutil.rmtree(self.dir / ("" if remove else "etcd-data"), ignore_errors=True)
 
     def status(self) -> dict:
         st = self.state()
