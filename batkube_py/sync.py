@@ -66,6 +66,9 @@ class ClusterView(Protocol):
     def expedite(self) -> int:
         """Recreate pending pods whose backoff expired in simulated time; returns how many."""
 
+    def disrupted(self, clear: bool = False) -> bool:
+        """True after an API or watch outage: the scheduler's informers relisted, event counts are off."""
+
     def fences(self) -> dict[str, int]:
         """How many scheduler event handlers our own writes must have triggered, by event label."""
 
@@ -161,6 +164,8 @@ class SettlePolicy:
         self.wall = 0.0
         self.base: dict[str, float] = {}
         self.base_queued = 0.0
+        self._idle_since: float | None = None
+        self._idle_attempts = -1.0
 
     def baseline(self) -> None:
         """Counters are cumulative over the scheduler's life; fences count from here."""
@@ -222,6 +227,21 @@ class SettlePolicy:
         if self.metrics is None or view.unbound(True) == 0:
             return True, None
         m = self.metrics.scrape()
+        if m is not None and view.disrupted():
+            # events lost in the outage never reach the handlers: rebase the fences once the scheduler
+            # has been idle with nothing active for a while, then go back to exact fences
+            idle = m.active == 0 and m.backoff == 0 and m.in_flight == 0 and m.binding == 0
+            if not idle or m.queued - self.base_queued != view.unbound(True):
+                self._idle_since = None
+                return False, m
+            if self._idle_since is None or self._idle_attempts != m.attempts:
+                self._idle_since, self._idle_attempts = time.monotonic(), m.attempts
+                return False, m
+            if time.monotonic() - self._idle_since < 0.5:
+                return False, m
+            self.base = {k: m.events.get(k, 0) - n for k, n in view.fences().items()}
+            view.disrupted(clear=True)
+            return True, m
         ok = (
             m is not None and m.active == 0 and m.backoff == 0 and m.in_flight == 0 and m.binding == 0
             and m.queued - self.base_queued == view.unbound(True)

@@ -62,6 +62,8 @@ class ApiServerCluster:
         self.broken: str | None = None
         self._over = 0
         self._wake: float | None = None
+        self._outage = False
+        self._watch_seen = (0, 1)  # (reconnects, relists) after the initial list
         self._calls: list[float] = []
         self._classes: set[str] = set()
         self.specs: dict[str, client.V1Pod] = {}
@@ -92,6 +94,7 @@ class ApiServerCluster:
                 if exc.status not in (429, 500, 502, 503, 504) or attempt == self.retries:
                     raise BackendError(f"Kubernetes API: {what} failed: {exc.status} {exc.reason}") from None
             except (urllib3.exceptions.HTTPError, OSError) as exc:
+                self._outage = True
                 if attempt == self.retries:
                     raise BackendError(
                         f"Kubernetes API unreachable: {what} failed {self.retries + 1} times "
@@ -382,6 +385,12 @@ class ApiServerCluster:
 
     def fences(self) -> dict[str, int]:
         return self._fences
+
+    def disrupted(self, clear: bool = False) -> bool:
+        seen = (self.watch.reconnects, self.watch.relists)
+        if clear:
+            self._outage, self._watch_seen = False, seen
+        return self._outage or seen != self._watch_seen
 
     def new_bindings(self) -> int:
         return len(self.watch.bound)
