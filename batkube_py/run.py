@@ -29,7 +29,6 @@ from batkube_py.outputs import RunOutputs
 from batkube_py.protocol.codec import ProtocolError
 from batkube_py.protocol.reply import ReplyRuleError
 from batkube_py.scheduler.config import ConfigError, build_profiles, default_config, load_config
-from batkube_py.scheduler.framework import PreemptionArgs
 from batkube_py.scheduler.queue import QueueConfig
 from batkube_py.scheduler.record import DecisionRecorder
 from batkube_py.startup import LatencySpecError, StartupLatency, parse_latency
@@ -72,13 +71,6 @@ def embedded_factory(seed: int, record: Path | None = None, config: Path | None 
 
     def make(nodes):
         profiles = build_profiles(sched, seed)
-        for profile in profiles:
-            args = sched.preemption.get(profile.scheduler_name)
-            profile.preemption = (
-                None
-                if args is None
-                else PreemptionArgs(args.minCandidateNodesPercentage, args.minCandidateNodesAbsolute)
-            )
         recorder = DecisionRecorder(record) if record else None
         return EmbeddedCluster(nodes, seed=seed, profiles=profiles, queue_config=queue, recorder=recorder)
 

@@ -227,3 +227,22 @@ def test_profiles_selected_by_scheduler_name():
         cluster.add_pod(_pod(f"s{i}", "default"), f"s{i}", 1.0)
     spread = {b.node for b in cluster.schedule(1.0)}
     assert len(spread) == 2 and not spread & packed  # LeastAllocated spreads away from the packed node
+
+
+def test_preemption_args_reach_the_profiles():
+    from batkube_py.scheduler.config import build_profiles, parse_config
+
+    doc = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "profiles": [
+            {
+                "schedulerName": "a",
+                "pluginConfig": [{"name": "DefaultPreemption", "args": {"minCandidateNodesAbsolute": 7}}],
+            },
+            {"schedulerName": "b", "plugins": {"postFilter": {"disabled": [{"name": "DefaultPreemption"}]}}},
+        ],
+    }
+    a, b = build_profiles(parse_config(doc), 0)
+    assert (a.preemption.min_candidate_nodes_percentage, a.preemption.min_candidate_nodes_absolute) == (10, 7)
+    assert b.preemption is None

@@ -23,7 +23,7 @@ import numpy as np
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from batkube_py.scheduler.framework import Plugin, Profile
+from batkube_py.scheduler.framework import Plugin, PreemptionArgs, Profile
 from batkube_py.scheduler.pluginargs import ARGS, DefaultPreemptionArgs
 from batkube_py.scheduler.plugins import REGISTRY, build_plugin
 
@@ -400,6 +400,11 @@ def build_profiles(config: SchedulerConfig, seed: int) -> list[Profile]:
                 scorers=[(instances[n], weights[n]) for n in spec.points["score"] if instances[n].scores],
                 rng=np.random.default_rng(np.random.SeedSequence([seed, k])),
                 percentage_of_nodes_to_score=config.percentage_of_nodes_to_score if pct is None else pct,
+                preemption=None
+                if spec.preemption is None
+                else PreemptionArgs(
+                    spec.preemption.minCandidateNodesPercentage, spec.preemption.minCandidateNodesAbsolute
+                ),
                 pre_filters=[
                     instances[n]
                     for n in spec.points["preFilter"]
