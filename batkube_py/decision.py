@@ -59,7 +59,6 @@ class DecisionProcess:
         self._nodes: dict[str, client.V1Node] = {}
         self._unavailable: set[str] = set()
         self._profiles: dict[str, dict[str, dict[str, Any]]] = {}
-        self._killing: set[str] = set()
         self._jobs: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}  # active job → (job, profile)
         self.disruptions = Disruptions()
         self.over_allocations = 0
@@ -273,13 +272,9 @@ class DecisionProcess:
 
     def _drain(self, reply: Reply) -> None:
         """After a fatal error: kill what runs, reject what waits, so Batsim can end and write outputs."""
-        kill = sorted(
-            r.job_id for r in self.records.values() if r.state == "Running" and r.job_id not in self._killing
-        )
-        if kill:
-            self._killing.update(kill)
-            reply.add(m.KillJob(job_ids=kill))
         for record in list(self.records.values()):
+            if record.state == "Running":
+                self.disruptions.kill(record.job_id)
             if record.state == "Starting" and self.backend is not None:
                 self.backend.delete_pod(record.pod, self.now)
                 record.state = "Pending"

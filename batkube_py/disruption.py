@@ -32,6 +32,7 @@ class Disruptions:
     acknowledged: bool = False
     registration_closed: bool = False
     to_kill: list[str] = field(default_factory=list)
+    killed: set[str] = field(default_factory=set)  # every job ever sent a KILL_JOB: Batsim kills once
     evicted: dict[str, str] = field(default_factory=dict)  # job id → why, until Batsim reports it killed
     resubmitted: int = 0
     preempted: int = 0
@@ -45,11 +46,16 @@ class Disruptions:
         if record.job_id in self.evicted:
             return
         self.evicted[record.job_id] = why
-        self.to_kill.append(record.job_id)
+        self.kill(record.job_id)
         if node_failure:
             self.node_failures += 1
         else:
             self.preempted += 1
+
+    def kill(self, job_id: str) -> None:
+        if job_id not in self.killed:
+            self.killed.add(job_id)
+            self.to_kill.append(job_id)
 
     def flush_kills(self, reply: Reply) -> None:
         if self.to_kill:

@@ -194,3 +194,14 @@ def test_pods_csv_holds_requests_as_numbers(tmp_path):
     p.outputs.close()
     row = (tmp_path / "pods.csv").read_text().splitlines()[1].split(",")
     assert row[4:6] == ["0.5", str(2**30)]
+
+
+def test_a_fatal_error_kills_running_jobs_once_and_rejects_the_rest():
+    p = dp()
+    start(p, hosts=1)
+    p.handle(message(0.0, submitted(0.0, "w0!1"), submitted(0.0, "w0!2")))
+    p._fail("simulated adapter failure")
+    out = reply_events(p.handle(message(1.0, submitted(1.0, "w0!3"))))
+    assert ("KILL_JOB", {"job_ids": ["w0!1"]}) in out
+    assert {e[1]["job_id"] for e in out if e[0] == "REJECT_JOB"} == {"w0!2", "w0!3"}
+    assert reply_events(p.handle(message(2.0, notify(2.0, "no_more_static_job_to_submit")))) == []
