@@ -64,6 +64,7 @@ class DecisionProcess:
         self.over_allocations = 0
         self.jobs_done = 0
         self.unknown_events = 0
+        self._wakeups: set[float] = set()  # CALL_ME_LATER times asked for and not yet reached
 
     # ---- entry points ---------------------------------------------------------------------------
 
@@ -75,7 +76,8 @@ class DecisionProcess:
 
     def handle_message(self, msg: m.Message) -> Reply:
         self.now = msg.now
-        reply = Reply(msg.now)
+        self._wakeups = {t for t in self._wakeups if t > msg.now}
+        reply = Reply(msg.now, self._wakeups)
         for event in msg.events:
             handler = getattr(self, "_on_" + event.type.lower())
             handler(event.data, event.timestamp, reply)

@@ -27,11 +27,16 @@ class ReplyRuleError(RuntimeError):
 
 
 class Reply:
-    def __init__(self, now: float):
+    def __init__(self, now: float, wakeups: set[float] | None = None):
+        """`wakeups`: the wake-ups already asked for and still ahead, shared across replies.
+
+        Batsim answers every CALL_ME_LATER, duplicates included, so asking again for a time already
+        asked for would only add messages.
+        """
         self.now = now
         self._events: list[tuple[float, str, dict]] = []
         self._last = float("-inf")
-        self._wakeups: set[float] = set()
+        self._wakeups = wakeups if wakeups is not None else set()
 
     def __len__(self) -> int:
         return len(self._events)
