@@ -57,6 +57,7 @@ class DecisionProcess:
         self._job_of_pod: dict[str, str] = {}
         self._node_of_host: dict[int, str] = {}
         self._nodes: dict[str, client.V1Node] = {}
+        self._alloc: dict[str, ProcSet] = {}  # node → its EXECUTE_JOB allocation
         self._unavailable: set[str] = set()
         self._profiles: dict[str, dict[str, dict[str, Any]]] = {}
         self._jobs: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}  # active job → (job, profile)
@@ -119,6 +120,7 @@ class DecisionProcess:
             self._fail("two hosts of the platform map to the same node name")
         self._nodes = {n.metadata.name: n for n in nodes}
         self._node_of_host = {translate.resource_id(n): n.metadata.name for n in nodes}
+        self._alloc = {n.metadata.name: translate.alloc_for(n) for n in nodes}
         if self.outputs is not None:
             self.outputs.nodes(nodes)
         try:
@@ -241,7 +243,7 @@ class DecisionProcess:
         for b in bindings:
             record = self.records[self._job_of_pod[b.pod]]
             record.node = b.node
-            record.resource_id = translate.resource_id(self._nodes[b.node])
+            record.resource_id = self._alloc[b.node][0]
             record.bind_time = self.now
             if self.startup is None:
                 self._execute(record, reply)
@@ -264,7 +266,7 @@ class DecisionProcess:
     def _execute(self, record: PodRecord, reply: Reply) -> None:
         record.start_time = self.now
         record.state = "Running"
-        reply.execute(record.job_id, translate.alloc_for(self._nodes[record.node]), 1)
+        reply.execute(record.job_id, self._alloc[record.node], 1)
 
     def _start_due(self, reply: Reply) -> None:
         while self._starting and self._starting[0][0] <= self.now:

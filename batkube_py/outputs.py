@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import csv
 import json
-from dataclasses import asdict, dataclass, fields
+import operator
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,7 @@ class PodRecord:
 
 
 POD_COLUMNS = [f.name for f in fields(PodRecord)]
+_pod_row = operator.attrgetter(*POD_COLUMNS)
 REJECTED_COLUMNS = ["job_id", "field", "value", "expected", "reason"]
 NODE_COLUMNS = ["node", "resource_id", "cpu", "memory", "pods"]
 
@@ -42,12 +44,16 @@ NODE_COLUMNS = ["node", "resource_id", "cpu", "memory", "pods"]
 class _CsvLog:
     def __init__(self, path: Path, columns: list[str]):
         self._file = path.open("w", newline="")
-        self._writer = csv.DictWriter(self._file, fieldnames=columns)
-        self._writer.writeheader()
+        self._columns = columns
+        self._writer = csv.writer(self._file)
+        self._writer.writerow(columns)
         self._file.flush()
 
     def write(self, row: dict[str, Any]) -> None:
-        self._writer.writerow(row)
+        self.write_values([row.get(c, "") for c in self._columns])
+
+    def write_values(self, values: tuple | list) -> None:
+        self._writer.writerow(values)
         self._file.flush()
 
     def close(self) -> None:
@@ -77,7 +83,7 @@ class RunOutputs:
         log.close()
 
     def pod(self, record: PodRecord) -> None:
-        self._pods.write(asdict(record))
+        self._pods.write_values(_pod_row(record))
 
     def rejected(self, rejection: translate.Rejection) -> None:
         row = {k: getattr(rejection, k) for k in REJECTED_COLUMNS[:-1]}

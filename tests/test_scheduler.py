@@ -171,3 +171,41 @@ def test_decision_lines_stay_small_at_5000_nodes(tmp_path):
     c.close()
     lines = (tmp_path / "d.jsonl").read_text().splitlines()
     assert len(lines) == 41 and max(len(x) for x in lines) < 4096  # kube-scheduler-simulator: 256 KiB/pod
+
+
+def test_reasons_recounted_from_masks_equal_filtering_the_examined_nodes_again(monkeypatch):
+    """At 300 nodes only part of the cluster is examined; both recount paths must agree exactly."""
+    from batkube_py.scheduler.config import build_profiles, default_config
+    from batkube_py.scheduler.framework import CycleState
+
+    rng = np.random.default_rng(7)
+    table = NodeTable(nodes(*({"cpu": "4", "memory": "8Gi", "pods": "5"} for _ in range(300))))
+    for i in range(300):
+        for k in range(int(rng.integers(0, 5))):  # up to 4 × 1 cpu: full, short of cpu, of pods
+            info = pod_info(pod(f"f{i}-{k}", "1", "1Gi"), "x", 0, 0)
+            info.node = i
+            table.assume(i, info)
+    probe = pod_info(pod("probe", "2", "3Gi"), "probe", 0, 1)
+
+    def feasible(strip: bool):
+        if strip:
+            real = NodeResourcesFit.filter
+
+            def no_masks(self, *a):
+                r = real(self, *a)
+                r.masks = None
+                return r
+
+            monkeypatch.setattr(NodeResourcesFit, "filter", no_masks)
+        profile = build_profiles(default_config(), 0)[0]
+        out = []
+        for start in (0, 17, 250):
+            profile.next_start = start
+            idx, reasons, rejected, processed = profile._feasible(CycleState(), probe, table)
+            out.append((idx.tolist(), reasons, rejected, processed))
+        return out
+
+    fast = feasible(strip=False)
+    slow = feasible(strip=True)
+    assert fast == slow
+    assert all(0 < processed < 300 and reasons for _, reasons, _, processed in fast)

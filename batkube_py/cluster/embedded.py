@@ -37,11 +37,19 @@ class EmbeddedCluster:
         self.recorder = recorder
         self.nominated: dict[str, PodInfo] = {}  # preemptors waiting for their victims to leave
         self._evictions: list[Eviction] = []
+        self._too_big: dict[tuple, str | None] = {}
 
     def serves(self, scheduler_name: str) -> bool:
         return scheduler_name in self.profiles
 
     def fits_empty_cluster(self, pod: client.V1Pod) -> str | None:
+        """Cached per request shape: workloads repeat a few shapes, and allocatable never changes."""
+        key = tuple(sorted((pod.spec.containers[0].resources.requests or {}).items()))
+        if key not in self._too_big:
+            self._too_big[key] = self._too_big_for_every_node(pod)
+        return self._too_big[key]
+
+    def _too_big_for_every_node(self, pod: client.V1Pod) -> str | None:
         info = pod_info(pod, "", 0.0, 0)
         t = self.nodes
         ok = fits(info.milli_cpu, info.memory, t.alloc_cpu, t.alloc_mem, t.alloc_pods, t.mem_limited)

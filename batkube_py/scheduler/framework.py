@@ -46,6 +46,9 @@ class CycleState(dict):
 class FilterResult:
     feasible: np.ndarray | None  # bool, aligned with the node indices given; None: every node passes
     reasons: dict[str, int] = field(default_factory=dict)  # reason → number of nodes it rejected
+    # reason → which of the given nodes it rejected; lets the cycle recount reasons over the nodes
+    # upstream would have examined without filtering again (optional: None → filter again)
+    masks: dict[str, np.ndarray] | None = None
 
     def keep(self, idx: np.ndarray) -> np.ndarray:
         return idx if self.feasible is None else idx[self.feasible]
@@ -136,12 +139,14 @@ class Profile:
         idx = nodes.all if s == 0 else np.concatenate((nodes.all[s:], nodes.all[:s]))
         reasons: dict[str, int] = {}
         rejected: set[str] = set()
+        levels = []
         for plugin in self.filters:
             if idx.size == 0:
                 break
             result = plugin.filter(state, pod, nodes, idx)
             if result.reasons:
                 rejected.add(plugin.name)
+                levels.append((plugin.name, idx, result))
                 for reason, k in result.reasons.items():
                     reasons[reason] = reasons.get(reason, 0) + k
             idx = result.keep(idx)
@@ -151,10 +156,25 @@ class Profile:
             processed = int((last - self.next_start) % n) + 1
             idx = idx[:want]
             if reasons:  # nodes past the cut were never examined upstream: their rejections don't count
-                reasons, rejected = self._recount(state, pod, nodes, processed)
+                if all(r.masks is not None for _, _, r in levels):
+                    reasons, rejected = self._recount_masks(levels, n, processed)
+                else:
+                    reasons, rejected = self._recount(state, pod, nodes, processed)
         if n:
             self.next_start = (self.next_start + processed) % n
         return idx, reasons, frozenset(rejected), processed
+
+    def _recount_masks(self, levels: list, n: int, processed: int):
+        """The reasons of the first `processed` nodes from the start index, from the filters' masks."""
+        reasons: dict[str, int] = {}
+        rejected: set[str] = set()
+        for name, given, result in levels:
+            examined = (given - self.next_start) % n < processed
+            for reason, bad in result.masks.items():
+                if (k := int(np.count_nonzero(bad & examined))) > 0:
+                    rejected.add(name)
+                    reasons[reason] = reasons.get(reason, 0) + k
+        return reasons, rejected
 
     def _recount(self, state: CycleState, pod: PodInfo, nodes: NodeTable, processed: int):
         s = self.next_start

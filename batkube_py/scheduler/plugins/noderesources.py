@@ -135,11 +135,13 @@ class NodeResourcesFit(Plugin):
         bad_any = bad_all[idx]
         if not bad_any.any():
             return FilterResult(~bad_any)
-        reasons = {}
+        reasons, masks = {}, {}
         for reason, bad in checks:
-            if (n := int(bad[idx].sum())) > 0:
+            given = bad[idx]
+            if (n := int(np.count_nonzero(given))) > 0:
                 reasons[reason] = n
-        return FilterResult(~bad_any, reasons)
+                masks[reason] = given
+        return FilterResult(~bad_any, reasons, masks)
 
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> np.ndarray:
         """The strategy over NonZeroRequested (100m / 200Mi for a missing cpu/memory request)."""
