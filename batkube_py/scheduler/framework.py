@@ -221,10 +221,10 @@ class Profile:
         per_plugin = {}
         skipped = {p.name for p, _ in self.scorers if p.pre_score(state, pod, nodes, idx) == SKIP}
         for plugin, weight in self.scorers:
-            if plugin.name in skipped:  # a constant for every node: no arrays needed
-                const = int(plugin.normalize(state, np.zeros(1, dtype=np.int64))[0]) * weight
-                total += const
-                if explain:
+            if plugin.name in skipped:
+                if explain:  # the same for every node, so it can change no choice: only shown
+                    const = int(plugin.normalize(state, np.zeros(1, dtype=np.int64))[0]) * weight
+                    total += const
                     zeros = np.zeros(idx.size, dtype=np.int64)
                     per_plugin[plugin.name] = (zeros, zeros + const // weight, weight)
                 continue

@@ -204,7 +204,8 @@ class InterPodAffinity(Plugin):
         terms = terms_of(pod)
         has_constraints = bool(terms.pref_aff or terms.pref_anti)
         state[_SCORE] = None
-        if idx.size == 0 or (self.ignore_existing_preferred and not has_constraints):
+        nothing_to_match = self.ignore_existing_preferred or not nodes.affinity_pods
+        if idx.size == 0 or (not has_constraints and nothing_to_match):
             return SKIP
         topo: dict[tuple[str, str], int] = defaultdict(int)
 

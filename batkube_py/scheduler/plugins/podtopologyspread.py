@@ -115,6 +115,7 @@ class PodTopologySpread(Plugin):
         self.system_defaulted = system_defaulted
         self.default_constraints = SYSTEM_DEFAULTS if system_defaulted else list(default_constraints or [])
         self.default_selector = default_selector
+        self._cache_keys = {a: (self.name, id(self), a) for a in ("DoNotSchedule", "ScheduleAnyway")}
 
     @classmethod
     def from_args(cls, args: PodTopologySpreadArgs | None) -> PodTopologySpread:
@@ -130,7 +131,7 @@ class PodTopologySpread(Plugin):
         return frozenset({POD_ADD, POD_DELETE, NODE_ADD, NODE_UPDATE})
 
     def constraints(self, pod: PodInfo, action: str) -> list[Constraint]:
-        key = (self.name, id(self), action)
+        key = self._cache_keys[action]
         hit = pod.cache.get(key)
         if hit is not None:
             return hit
