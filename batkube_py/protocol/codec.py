@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from typing import Any
 
+import orjson
 from pydantic import ValidationError
 
 from batkube_py.protocol.models import INCOMING, Event, Message
@@ -38,8 +40,8 @@ def decode_message(raw: bytes | str) -> tuple[Message, list[dict[str, Any]]]:
     `--forward-unknown-events`; a decision process that crashed on them would end the simulation.
     """
     try:
-        doc = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        doc = orjson.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:  # orjson's error is a JSONDecodeError
         text = raw[:200] if isinstance(raw, str) else raw[:200].decode("utf-8", "replace")
         raise ProtocolError(f"message is not valid JSON ({exc}): {text!r}") from None
     if not isinstance(doc, dict):
@@ -80,4 +82,6 @@ def encode_reply(now: float, events: list[tuple[float, str, dict[str, Any]]]) ->
         "now": now,
         "events": [{"timestamp": ts, "type": kind, "data": data} for ts, kind, data in events],
     }
-    return json.dumps(doc, separators=(",", ":"), allow_nan=False).encode()
+    if not all(math.isfinite(t) for t in (now, *(ts for ts, _, _ in events))):
+        raise ValueError(f"a reply timestamp is not a finite number: now={now}, events={events}")
+    return orjson.dumps(doc)  # compact; orjson would write NaN as null, hence the check above
