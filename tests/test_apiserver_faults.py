@@ -12,7 +12,7 @@ from apiserver_support import WORKLOADS, run_cli, start
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
-from batkube_py.cluster.apiserver import ApiServerCluster
+from batkube_py.cluster.apicalls import ApiCalls
 from batkube_py.cluster.base import BackendError
 from batkube_py.controlplane.podwatch import PodWatch
 from batkube_py.sync import SyncOptions
@@ -198,14 +198,22 @@ class _Flaky:
 
 
 def test_api_errors_are_retried_a_bounded_number_of_times():
-    cluster = ApiServerCluster.__new__(ApiServerCluster)
-    cluster.retries = 3
-    assert cluster._call("x", _Flaky(2)) == "ok"
-    assert cluster._call("x", _Flaky(2, None)) == "ok"
+    calls = ApiCalls(retries=3)
+    assert calls("x", _Flaky(2)) == "ok"
+    assert not calls.outage
+    assert calls("x", _Flaky(2, None)) == "ok"
+    assert calls.outage  # connection errors: the settle policy must rebase its event counts
     with pytest.raises(BackendError, match="unreachable.*4 times"):
-        cluster._call("create pod p", _Flaky(10, None))
+        calls("create pod p", _Flaky(10, None))
     with pytest.raises(BackendError, match="503"):
-        cluster._call("create pod p", _Flaky(10))
+        calls("create pod p", _Flaky(10))
     with pytest.raises(BackendError, match="422"):
-        cluster._call("create pod p", _Flaky(1, 422))  # not transient: no retry
+        calls("create pod p", _Flaky(1, 422))  # not transient: no retry
+    # several at once: all run, and the first failure is raised once they are done
+    flaky = [_Flaky(1), _Flaky(0), _Flaky(1)]
+    calls.all([("p", f, (), {}) for f in flaky])
+    assert [f.calls for f in flaky] == [2, 1, 2]
+    with pytest.raises(BackendError, match="422"):
+        calls.all([("p", _Flaky(0), (), {}), ("q", _Flaky(1, 422), (), {})])
+    calls.close()
     assert SyncOptions().policy == "settle"

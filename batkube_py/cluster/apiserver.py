@@ -2,8 +2,9 @@
 
 The adapter plays the parts a real cluster's kubelets would: it creates Ready nodes (labelled and
 tainted as simulated, so nothing but the run's pods lands there), creates a pod per job in a namespace of
-its own, turns each binding it sees into EXECUTE_JOB and, on JOB_COMPLETED, marks the pod Succeeded and
-deletes it — kube-scheduler frees a node's resources only on a delete it sees (KUBE_SCHEDULER.md §4.7).
+its own, turns each binding it sees into EXECUTE_JOB and, on JOB_COMPLETED, deletes the pod at once (a
+status update to Succeeded first would cost an API call and a scheduler event per job for nothing the
+scheduler reads) — kube-scheduler frees a node's resources only on a delete it sees (KUBE_SCHEDULER.md §4.7).
 How long to wait for the scheduler at each Batsim step is the sync policy's business (sync.py).
 """
 
@@ -12,15 +13,14 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Callable
-from typing import Any
 
 import urllib3
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from batkube_py import quantities
-from batkube_py.cluster import base
+from batkube_py.cluster import apicalls, base
+from batkube_py.cluster.apicalls import ApiCalls
 from batkube_py.cluster.base import BackendError, Binding, Unschedulable
 from batkube_py.controlplane.podwatch import PodWatch
 from batkube_py.scheduler.snapshot import InvariantViolation
@@ -44,7 +44,7 @@ class ApiServerCluster:
     ):
         self.core = client.CoreV1Api(api)
         self.api = api
-        self.retries = retries
+        self.calls = ApiCalls(retries)
         self.run_id = uuid.uuid4().hex[:8]
         self.namespace = namespace or f"batkube-{self.run_id}"
         self.scheduler_names = scheduler_names
@@ -62,7 +62,6 @@ class ApiServerCluster:
         self.broken: str | None = None
         self._over = 0
         self._wake: float | None = None
-        self._outage = False
         self._watch_seen = (0, 1)  # (reconnects, relists) after the initial list
         self._calls: list[float] = []
         self._classes: set[str] = set()
@@ -78,39 +77,13 @@ class ApiServerCluster:
             self.close()
             raise
 
-    # ---- API plumbing ---------------------------------------------------------------------------
-
-    def _call(
-        self, what: str, fn: Callable[..., Any], *args: Any, ok: tuple[int, ...] = (), **kw: Any
-    ) -> Any:
-        """Bounded retries for transient failures (apiserver restarting, 429/5xx); clear error after."""
-        delay = 0.05
-        for attempt in range(self.retries + 1):
-            try:
-                return fn(*args, _request_timeout=10, **kw)
-            except ApiException as exc:
-                if exc.status in ok:
-                    return None
-                if exc.status not in (429, 500, 502, 503, 504) or attempt == self.retries:
-                    raise BackendError(f"Kubernetes API: {what} failed: {exc.status} {exc.reason}") from None
-            except (urllib3.exceptions.HTTPError, OSError) as exc:
-                self._outage = True
-                if attempt == self.retries:
-                    raise BackendError(
-                        f"Kubernetes API unreachable: {what} failed {self.retries + 1} times "
-                        f"({type(exc).__name__}); is the apiserver up? (`batkube controlplane status`)"
-                    ) from None
-            log.warning("%s failed, retry %d/%d in %.2f s", what, attempt + 1, self.retries, delay)
-            time.sleep(delay)
-            delay = min(delay * 2, 5.0)
-
     def _create_cluster(self, nodes: list[client.V1Node]) -> None:
         ns = client.V1Namespace(metadata=client.V1ObjectMeta(name=self.namespace, labels={SIMULATED: "true"}))
         if isinstance(self.policy, SettlePolicy):
             self.policy.baseline()
-        self._call("create namespace", self.core.create_namespace, ns)
+        self.calls("create namespace", self.core.create_namespace, ns)
         sa = client.V1ServiceAccount(metadata=client.V1ObjectMeta(name="default"))
-        self._call(
+        self.calls(
             "create service account",
             self.core.create_namespaced_service_account,
             self.namespace,
@@ -122,16 +95,16 @@ class ApiServerCluster:
             taint = client.V1Taint(key=SIMULATED, value="true", effect="NoSchedule")
             node.spec.taints = [*(node.spec.taints or []), taint]
             node.spec.unschedulable = None
-            self._call(f"create node {node.metadata.name}", self.core.create_node, node)
+            self.calls(f"create node {node.metadata.name}", self.core.create_node, node)
             self._fences["NodeAdd"] += 1
             # The TaintNodesByCondition admission plugin adds not-ready on create; with no kubelet and no
             # node controller nobody would lift it. The adapter is the kubelet: the node is Ready.
             taints = [t.to_dict() for t in node.spec.taints]
-            self._call(f"taint node {node.metadata.name}", self.core.patch_node, node.metadata.name,
+            self.calls(f"taint node {node.metadata.name}", self.core.patch_node, node.metadata.name,
                        {"spec": {"taints": taints}})  # fmt: skip
             status = {"status": {"conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
                                                  "message": "simulated by batkube"}]}}  # fmt: skip
-            self._call(
+            self.calls(
                 f"ready node {node.metadata.name}", self.core.patch_node_status, node.metadata.name, status
             )
         self.watch.start()
@@ -171,7 +144,7 @@ class ApiServerCluster:
         self.watch.track(name, kube=kube)
         self._fences["UnschedulablePodAdd"] += kube
         try:
-            self._call(f"create pod {name}", self.core.create_namespaced_pod, self.namespace, pod, ok=(409,))
+            self.calls(f"create pod {name}", self.core.create_namespaced_pod, self.namespace, pod, ok=(409,))
         except BackendError as exc:
             self._break(str(exc))
         if isinstance(self.policy, TimeoutPolicy):
@@ -186,7 +159,7 @@ class ApiServerCluster:
                 preemption_policy="PreemptLowerPriority",
             )
             sched = client.SchedulingV1Api(self.api)
-            self._call(f"create priority class {name}", sched.create_priority_class, pc, ok=(409,))
+            self.calls(f"create priority class {name}", sched.create_priority_class, pc, ok=(409,))
             self._classes.add(name)
         return name
 
@@ -202,16 +175,7 @@ class ApiServerCluster:
         try:
             if node is not None:
                 self._fences["AssignedPodDelete"] += 1
-                body = {"status": {"phase": "Succeeded"}}
-                self._call(
-                    f"finish pod {name}",
-                    self.core.patch_namespaced_pod_status,
-                    name,
-                    self.namespace,
-                    body,
-                    ok=(404,),
-                )
-            self._call(
+            self.calls(
                 f"delete pod {name}",
                 self.core.delete_namespaced_pod,
                 name,
@@ -228,7 +192,7 @@ class ApiServerCluster:
         for name in nodes:
             if not self.broken:
                 try:
-                    self._call(
+                    self.calls(
                         f"cordon {name}",
                         self.core.patch_node,
                         name,
@@ -321,28 +285,8 @@ class ApiServerCluster:
             return
         self._closed = True
         self.watch.stop()
-        ns, sel = self.namespace, f"{SIMULATED}={self.run_id}"
-        sched = client.SchedulingV1Api(self.api)
-        t = {"_request_timeout": 30}
-        steps = [
-            ("nodes", lambda: self.core.delete_collection_node(label_selector=sel, **t)),
-            # no controller-manager, so no namespace controller: empty and finalize the namespace ourselves
-            ("pods", lambda: self.core.delete_collection_namespaced_pod(ns, grace_period_seconds=0, **t)),
-            ("namespace", lambda: self.core.delete_namespace(ns, grace_period_seconds=0, **t)),
-            ("finalize", lambda: self.core.replace_namespace_finalize(
-                ns, {"metadata": {"name": ns}, "spec": {"finalizers": []}}, **t)),
-            ("priority classes", lambda: sched.delete_collection_priority_class(label_selector=sel, **t)),
-        ]  # fmt: skip
-        for what, step in steps:
-            try:
-                step()
-            except ApiException as exc:
-                if exc.status != 404:
-                    log.error("cleanup of %s (namespace %s, label %s) failed: %s", what, ns, sel, exc.reason)
-            except (urllib3.exceptions.HTTPError, OSError) as exc:
-                log.error(
-                    "cleanup of %s (namespace %s, label %s) failed: %s; delete by hand", what, ns, sel, exc
-                )
+        self.calls.close()
+        apicalls.cleanup(self.api, self.namespace, f"{SIMULATED}={self.run_id}")
 
     # ---- ClusterView for the sync policies --------------------------------------------------------
 
@@ -365,21 +309,24 @@ class ApiServerCluster:
                 n for n, v in self.watch.pods.items()
                 if v.node is None and v.kube and v.since >= 0 and self.now - v.since >= self.opts.max_backoff
             ]  # fmt: skip
-        done = 0
-        for name in due:
-            if self.watch.renew(name) is None:
-                continue
-            pod = self.specs[name]
-            pod.metadata.resource_version = pod.metadata.uid = None
-            try:
-                self._call(f"delete pod {name} (expedite)", self.core.delete_namespaced_pod, name,
-                           self.namespace, grace_period_seconds=0, ok=(404,))  # fmt: skip
-                self._call(f"recreate pod {name}", self.core.create_namespaced_pod, self.namespace, pod)
-            except BackendError as exc:
-                self._break(str(exc))
-                raise
-            self._fences["UnschedulablePodAdd"] += 1
-            done += 1
+        due = [name for name in due if self.watch.renew(name) is not None]
+        try:
+            # the deletes in parallel (nobody can tell their order), the creates in order: creation
+            # order is the scheduler's queue order
+            self.calls.all([
+                (f"delete pod {name} (expedite)", self.core.delete_namespaced_pod, (name, self.namespace),
+                 {"grace_period_seconds": 0, "ok": (404,)})
+                for name in due
+            ])  # fmt: skip
+            for name in due:
+                pod = self.specs[name]
+                pod.metadata.resource_version = pod.metadata.uid = None
+                self.calls(f"recreate pod {name}", self.core.create_namespaced_pod, self.namespace, pod)
+                self._fences["UnschedulablePodAdd"] += 1
+        except BackendError as exc:
+            self._break(str(exc))
+            raise
+        done = len(due)
         self.recreated += done
         return done
 
@@ -389,8 +336,8 @@ class ApiServerCluster:
     def disrupted(self, clear: bool = False) -> bool:
         seen = (self.watch.reconnects, self.watch.relists)
         if clear:
-            self._outage, self._watch_seen = False, seen
-        return self._outage or seen != self._watch_seen
+            self.calls.outage, self._watch_seen = False, seen
+        return self.calls.outage or seen != self._watch_seen
 
     def new_bindings(self) -> int:
         return len(self.watch.bound)

@@ -1,0 +1,97 @@
+"""Kubernetes API calls as the adapter needs them: bounded retries, a few at once, and the run's cleanup."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import urllib3
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+from batkube_py.cluster.base import BackendError
+
+log = logging.getLogger(__name__)
+
+TRANSIENT = (429, 500, 502, 503, 504)
+
+
+class ApiCalls:
+    """Retries what a restarting apiserver or an overloaded one (429/5xx) makes fail, a bounded number
+    of times, then fails with a clear error; remembers that an outage happened (the settle policy's
+    event counts are then off until it rebases them)."""
+
+    def __init__(self, retries: int = 8, parallel: int = 4):
+        self.retries = retries
+        self.outage = False
+        self._parallel = parallel
+        self._pool: ThreadPoolExecutor | None = None
+
+    def __call__(
+        self, what: str, fn: Callable[..., Any], *args: Any, ok: tuple[int, ...] = (), **kw: Any
+    ) -> Any:
+        delay = 0.05
+        for attempt in range(self.retries + 1):
+            try:
+                return fn(*args, _request_timeout=10, **kw)
+            except ApiException as exc:
+                if exc.status in ok:
+                    return None
+                if exc.status not in TRANSIENT or attempt == self.retries:
+                    raise BackendError(f"Kubernetes API: {what} failed: {exc.status} {exc.reason}") from None
+            except (urllib3.exceptions.HTTPError, OSError) as exc:
+                self.outage = True
+                if attempt == self.retries:
+                    raise BackendError(
+                        f"Kubernetes API unreachable: {what} failed {self.retries + 1} times "
+                        f"({type(exc).__name__}); is the apiserver up? (`batkube controlplane status`)"
+                    ) from None
+            log.warning("%s failed, retry %d/%d in %.2f s", what, attempt + 1, self.retries, delay)
+            time.sleep(delay)
+            delay = min(delay * 2, 5.0)
+
+    def all(self, calls: Sequence[tuple[str, Callable[..., Any], tuple, dict]]) -> None:
+        """Independent calls (whose order nobody can observe), a few in flight at once."""
+        if len(calls) <= 1:
+            for what, fn, args, kw in calls:
+                self(what, fn, *args, **kw)
+            return
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self._parallel, thread_name_prefix="batkube-api")
+        futures = [self._pool.submit(self, what, fn, *args, **kw) for what, fn, args, kw in calls]
+        errors = [f.exception() for f in futures]
+        first = next((e for e in errors if e is not None), None)
+        if first is not None:
+            raise first
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+
+def cleanup(api: client.ApiClient, namespace: str, selector: str) -> None:
+    """Delete the run's nodes, pods, namespace and priority classes, logging (not raising) what fails."""
+    core, sched = client.CoreV1Api(api), client.SchedulingV1Api(api)
+    ns, t = namespace, {"_request_timeout": 30}
+    steps = [
+        ("nodes", lambda: core.delete_collection_node(label_selector=selector, **t)),
+        # no controller-manager, so no namespace controller: empty and finalize the namespace ourselves
+        ("pods", lambda: core.delete_collection_namespaced_pod(ns, grace_period_seconds=0, **t)),
+        ("namespace", lambda: core.delete_namespace(ns, grace_period_seconds=0, **t)),
+        ("finalize", lambda: core.replace_namespace_finalize(
+            ns, {"metadata": {"name": ns}, "spec": {"finalizers": []}}, **t)),
+        ("priority classes", lambda: sched.delete_collection_priority_class(label_selector=selector, **t)),
+    ]  # fmt: skip
+    for what, step in steps:
+        try:
+            step()
+        except ApiException as exc:
+            if exc.status != 404:
+                log.error("cleanup of %s (namespace %s, label %s) failed: %s", what, ns, selector, exc.reason)
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            log.error("cleanup of %s (namespace %s, label %s) failed: %s; delete by hand", what, ns, selector,
+                      exc)  # fmt: skip
