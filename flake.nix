@@ -12,8 +12,9 @@
     # Python, etcd, kubernetes, go
     nixpkgs.url = "github:NixOS/nixpkgs/nixos-25.05";
     # kapack's NUR package set: Batsim and SimGrid (prebuilt on the capack cachix cache). Not made to
-    # follow our nixpkgs, so that its binaries match the cache.
-    kapack.url = "github:oar-team/nur-kapack/master";
+    # follow our nixpkgs, so that its binaries match the cache. Pinned to a commit (its batsim is 4.2.0,
+    # so batsimFor below builds the v4.2.1 tag with kapack's recipe).
+    kapack.url = "github:oar-team/nur-kapack/cef1d6ed5841e8c2390a236ccc01c0332e90d7f7";
     # Batsim's 4.2.1 tag, used only if kapack's batsim is another version (built with kapack's recipe)
     batsim-src = {
       url = "git+https://framagit.org/batsim/batsim?ref=refs/tags/v4.2.1";

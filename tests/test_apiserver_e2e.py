@@ -111,3 +111,41 @@ def test_python_scheduler_unmodified(controlplane, tmp_path: Path):
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def test_serve_with_the_apiserver_backend_for_a_batsim_launched_apart(controlplane, tmp_path: Path):
+    """`batkube serve --backend apiserver`: the user starts Batsim; the run's namespace is gone after."""
+    import json
+    import socket
+
+    from apiserver_support import DOUBLE, GRAPHENE
+    from kubernetes import client, config
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        endpoint = f"tcp://127.0.0.1:{s.getsockname()[1]}"
+    out = tmp_path / "serve"
+    wl = workload(tmp_path / "w.json", 20, 5, ["default"])
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "batkube_py.cli", "serve", "--socket", endpoint, "-o", str(out),
+         "--backend", "apiserver", "--controlplane-dir", str(controlplane.dir), "--idle-timeout", "120"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        batsim = subprocess.run(
+            [str(DOUBLE), "-p", str(GRAPHENE), "-w", str(wl), "-e", str(tmp_path / "out"), "-s", endpoint,
+             "--enable-compute-sharing"],
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        output, _ = serve.communicate(timeout=120)
+    finally:
+        serve.kill()
+    assert batsim.returncode == 0, batsim.stderr
+    assert serve.returncode == 0, output
+    s = json.loads((out / "summary.json").read_text())
+    assert s["jobs_succeeded"] == 20 and s["over_allocations"] == 0 and s["error"] is None
+    api = config.new_client_from_config(str(controlplane.state().kubeconfig))
+    left = client.CoreV1Api(api).list_namespace(label_selector="batkube.io/simulated=true").items
+    assert [n.metadata.name for n in left if n.status.phase != "Terminating"] == []
+    nodes = client.CoreV1Api(api).list_node(label_selector="batkube.io/simulated").items
+    assert nodes == []
