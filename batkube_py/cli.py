@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import signal
 import sys
 from pathlib import Path
 
@@ -101,6 +102,9 @@ def _with_backend(api_cfg, out, body):
     """Runs body(backend_factory); for --backend apiserver inside a session that always cleans up."""
     if api_cfg is None:
         return body(None)
+    # SIGTERM (a job scheduler, an experiment runner) must unwind like Ctrl-C, so that the session below
+    # stops the control plane it started and removes the run's namespace and nodes
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     from batkube_py.controlplane.manager import ControlPlaneError
     from batkube_py.controlplane.session import apiserver_session
 

@@ -149,3 +149,17 @@ def test_serve_with_the_apiserver_backend_for_a_batsim_launched_apart(controlpla
     assert [n.metadata.name for n in left if n.status.phase != "Terminating"] == []
     nodes = client.CoreV1Api(api).list_node(label_selector="batkube.io/simulated").items
     assert nodes == []
+
+
+def test_batkube_timeout_policy_loses_time_but_no_job(controlplane, tmp_path: Path):
+    """`--sync timeout` (Batkube's loop): one binding per step, so the makespan can only grow, but
+    every job runs — pods the scheduler marked before the last completions are not given up."""
+    wl = workload(tmp_path / "w.json", 40, 0, ["default"])
+    code, output, s = run_cli(
+        tmp_path / "run", wl, "--controlplane-dir", str(controlplane.dir),
+        "--sync", "timeout", "--timeout-value", "0.01",
+    )  # fmt: skip
+    assert code == 0, output
+    assert s["jobs_succeeded"] == 40 and s["jobs_rejected"] == 0, s
+    assert s["over_allocations"] == 0
+    assert s["makespan"] >= 3 * 170  # 40 one-core jobs on 16 cores: three waves at best

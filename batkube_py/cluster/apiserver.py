@@ -256,7 +256,18 @@ class ApiServerCluster:
         return [base.Eviction(p, why) for p, why in out if p in self.node_of]
 
     def give_up_pending(self, now: float) -> list[Unschedulable]:
+        """Pods the scheduler marked unschedulable once nothing runs and nothing more will come.
+
+        Under the settle policy a mark is the scheduler's answer to the current state. Under Batkube's
+        timeout policy it may predate the last completions (the scheduler retries after its wall-clock
+        backoff, and bindings wait to be handed out one per step), so there the pods are given up only
+        after `crash_timeout` wall seconds without any decision, as Batkube's deadlock detection would.
+        """
         if self.node_of or self.broken:
+            return []
+        if isinstance(self.policy, TimeoutPolicy) and (
+            self.new_bindings() or time.monotonic() - self.policy.last_decision < self.opts.crash_timeout
+        ):
             return []
         gone = []
         with self.watch.cond:
