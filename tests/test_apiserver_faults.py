@@ -217,3 +217,35 @@ def test_api_errors_are_retried_a_bounded_number_of_times():
         calls.all([("p", _Flaky(0), (), {}), ("q", _Flaky(1, 422), (), {})])
     calls.close()
     assert SyncOptions().policy == "settle"
+
+
+class _View:
+    """Just what TimeoutPolicy reads."""
+
+    def __init__(self, bindings: int):
+        self.bindings = bindings
+
+    def new_bindings(self) -> int:
+        return self.bindings
+
+    def wait_event(self, timeout: float) -> None:
+        time.sleep(timeout)
+
+    def running(self) -> int:
+        return 1
+
+    def unbound(self, kube) -> int:
+        return 1
+
+
+def test_timeout_policy_hands_out_one_binding_per_step_even_with_min_delay_above_the_timeout():
+    from batkube_py.sync import TimeoutPolicy
+
+    policy = TimeoutPolicy(SyncOptions(policy="timeout", timeout=0.005, min_delay=0.02))
+    t0 = time.monotonic()
+    assert policy.settle(_View(3)) == 1  # seen before the timeout: emitted (Batkube emits when it sees)
+    assert time.monotonic() - t0 < 0.02  # the step ends at the timeout, not at min-delay
+    assert policy.settle(_View(0)) == 0
+    quick = TimeoutPolicy(SyncOptions(policy="timeout", timeout=0.05, min_delay=0.0))
+    t0 = time.monotonic()
+    assert quick.settle(_View(1)) == 1 and time.monotonic() - t0 < 0.05
