@@ -22,7 +22,7 @@ from batkube_py.disruption import Disruptions
 from batkube_py.outputs import PodRecord, RunOutputs
 from batkube_py.protocol import models as m
 from batkube_py.protocol.codec import decode_message
-from batkube_py.protocol.reply import Reply
+from batkube_py.protocol.reply import TIME_RESOLUTION, Reply
 from batkube_py.quantities import byte_count, milli_cpu
 from batkube_py.scheduler.snapshot import InvariantViolation
 from batkube_py.startup import StartupLatency
@@ -65,7 +65,7 @@ class DecisionProcess:
         self.over_allocations = 0
         self.jobs_done = 0
         self.unknown_events = 0
-        self._wakeups: set[float] = set()  # CALL_ME_LATER times asked for and not yet reached
+        self._wakeups: list[float] = []  # CALL_ME_LATER times asked for and not yet reached
 
     # ---- entry points ---------------------------------------------------------------------------
 
@@ -77,8 +77,8 @@ class DecisionProcess:
 
     def handle_message(self, msg: m.Message) -> Reply:
         self.now = msg.now
-        self._wakeups = {t for t in self._wakeups if t > msg.now}
-        reply = Reply(msg.now, self._wakeups)
+        self._wakeups = [t for t in self._wakeups if t > msg.now + TIME_RESOLUTION]
+        reply = Reply(msg.now)
         for event in msg.events:
             handler = getattr(self, "_on_" + event.type.lower())
             handler(event.data, event.timestamp, reply)
@@ -93,7 +93,11 @@ class DecisionProcess:
         wakes = [self.backend.next_wakeup(), self._starting[0][0] if self._starting else None]
         wakes = [w for w in wakes if w is not None]
         if wakes and self.fatal is None:
-            reply.call_me_later(min(wakes))
+            want = min(wakes)
+            # every reply asks again for what is due next, so a wake-up already asked for at or before
+            # `want` covers it; Batsim answers each CALL_ME_LATER, duplicates included
+            if not any(t <= want for t in self._wakeups) and (asked := reply.call_me_later(want)):
+                self._wakeups.append(asked)
         self.disruptions.flush_kills(reply)
         self.disruptions.maybe_close(reply, self.no_more_jobs and self.jobs_done == len(self.records))
         return reply

@@ -205,3 +205,39 @@ def test_a_fatal_error_kills_running_jobs_once_and_rejects_the_rest():
     assert ("KILL_JOB", {"job_ids": ["w0!1"]}) in out
     assert {e[1]["job_id"] for e in out if e[0] == "REJECT_JOB"} == {"w0!2", "w0!3"}
     assert reply_events(p.handle(message(2.0, notify(2.0, "no_more_static_job_to_submit")))) == []
+
+
+class _WakingBackend(EmbeddedCluster):
+    """The embedded cluster asking for whatever wake-up the test sets."""
+
+    wake: float | None = None
+
+    def next_wakeup(self):
+        return self.wake
+
+
+def test_a_wake_up_already_asked_for_covers_later_ones():
+    """Batsim answers every CALL_ME_LATER: asking again for a time (or a later one, which the reply to
+    the earlier wake-up will ask for anyway) would only add messages."""
+    backend = None
+
+    def factory(nodes):
+        nonlocal backend
+        backend = _WakingBackend(nodes)
+        return backend
+
+    p = DecisionProcess(factory, None)
+    p.handle(message(0.0, begins([host(0, core="1")], PROFILES)))
+
+    def asked(now, wake):
+        backend.wake = wake
+        events = reply_events(p.handle(message(now)), wakeups=True)
+        return [data["timestamp"] for kind, data in events if kind == "CALL_ME_LATER"]
+
+    assert asked(1.0, 5.0) == [5.0]
+    assert asked(2.0, 5.0) == []  # pending
+    assert asked(3.0, 30.0) == []  # 5.0 is pending and comes first: its reply asks for 30.0
+    assert asked(4.0, 4.5) == [4.5]  # earlier than anything pending
+    assert asked(5.0, 30.0) == [30.0]  # 4.5 and 5.0 reached: nothing pending any more
+    assert asked(6.0, 30.0) == []
+    assert asked(29.999999, 31.0) == [31.0]  # Batsim's 6-decimal now for the wake-up at 30.0: reached

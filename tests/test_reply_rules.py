@@ -43,6 +43,17 @@ def test_call_me_later_never_in_the_past():
     assert r.call_me_later(7.0) and not r.call_me_later(7.0)
     stamps = [data["timestamp"] for _, kind, data in r.events if kind == "CALL_ME_LATER"]
     assert stamps == [5.0 + MIN_WAKEUP_GAP, 7.0]
+    assert r.call_me_later(9.0) == 9.0 and r.call_me_later(float("nan")) is None
+
+
+def test_non_finite_times_cannot_be_sent():
+    """JSON has no NaN or infinity (the encoder would write null): refused where they would enter."""
+    with pytest.raises(ReplyRuleError, match="finite"):
+        Reply(float("nan"))
+    with pytest.raises(ReplyRuleError, match="finite"):
+        Reply(1.0).add(RejectJob(job_id="w0!1"), timestamp=float("-inf"))
+    with pytest.raises(ReplyRuleError, match="infinity"):
+        Reply(1.0).call_me_later(float("inf"))
 
 
 def test_replies_are_valid_json_with_now_and_known_types():

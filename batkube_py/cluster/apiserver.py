@@ -63,7 +63,6 @@ class ApiServerCluster:
         self._over = 0
         self._wake: float | None = None
         self._watch_seen = (0, 1)  # (reconnects, relists) after the initial list
-        self._calls: list[float] = []
         self._classes: set[str] = set()
         self.specs: dict[str, client.V1Pod] = {}
         self.now = 0.0
@@ -230,7 +229,7 @@ class ApiServerCluster:
                     "node %s over-allocated by the binding of %s: used %s of %s", node, pod, used, alloc
                 )
             out.append(Binding(pod, node))
-        self._wake = self._next_call(now)
+        self._wake = self.policy.next_wakeup(now, self)
         with self.watch.cond:
             for v in self.watch.pods.values():
                 if v.node is None:
@@ -238,16 +237,6 @@ class ApiServerCluster:
         if self._over:
             raise InvariantViolation(f"{self._over} bindings over-allocated a node (see batkube.log)")
         return out
-
-    def _next_call(self, now: float) -> float | None:
-        """One outstanding CALL_ME_LATER at a time, as Batkube kept its sorted list of requested calls."""
-        self._calls = [t for t in self._calls if t > now]
-        wake = self.policy.next_wakeup(now, self)
-        if wake is None or wake <= now or (self._calls and self._calls[0] <= wake):
-            return None
-        self._calls.append(wake)
-        self._calls.sort()
-        return wake
 
     def take_evictions(self) -> list[base.Eviction]:
         """Bound pods deleted by someone else (kube-scheduler preempting them): Batsim must kill them."""

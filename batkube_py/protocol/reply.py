@@ -7,6 +7,7 @@ Batsim aborts the whole simulation (SIGABRT, empty outputs) on most rule violati
 from __future__ import annotations
 
 import logging
+import math
 
 from procset import ProcSet
 from pydantic import BaseModel
@@ -20,6 +21,8 @@ log = logging.getLogger(__name__)
 # the event's timestamp plus SimGrid's internal message latency (about 0.6-1.8 ms in the transcripts).
 # A wake-up closer than this is moved to now + MIN_WAKEUP_GAP rather than risk "awaken in the past".
 MIN_WAKEUP_GAP = 0.01
+# Batsim writes times with 6 decimals, so the REQUESTED_CALL for a wake-up at t may say now = t - 1e-6.
+TIME_RESOLUTION = 1e-6
 
 
 class ReplyRuleError(RuntimeError):
@@ -27,16 +30,13 @@ class ReplyRuleError(RuntimeError):
 
 
 class Reply:
-    def __init__(self, now: float, wakeups: set[float] | None = None):
-        """`wakeups`: the wake-ups already asked for and still ahead, shared across replies.
-
-        Batsim answers every CALL_ME_LATER, duplicates included, so asking again for a time already
-        asked for would only add messages.
-        """
+    def __init__(self, now: float):
+        if not math.isfinite(now):
+            raise ReplyRuleError(f"reply time now={now} is not a finite number")
         self.now = now
         self._events: list[tuple[float, str, dict]] = []
         self._last = float("-inf")
-        self._wakeups = wakeups if wakeups is not None else set()
+        self._wakeups: set[float] = set()
 
     def __len__(self) -> int:
         return len(self._events)
@@ -50,6 +50,8 @@ class Reply:
         self._append(ts, OUTGOING[type(event)], event.model_dump(exclude_none=True))
 
     def _append(self, ts: float, kind: str, data: dict) -> None:
+        if not math.isfinite(ts):  # the JSON encoder would write null, which Batsim rejects
+            raise ReplyRuleError(f"{kind} timestamp {ts} is not a finite number")
         if ts > self.now:
             raise ReplyRuleError(f"event timestamp {ts} is later than the reply's now={self.now}")
         if ts < self._last:
@@ -62,21 +64,24 @@ class Reply:
             raise ReplyRuleError(f"job {job_id!r} needs {res} resource(s) but the allocation is {alloc}")
         self._append(self.now, "EXECUTE_JOB", {"job_id": job_id, "alloc": str(alloc)})
 
-    def call_me_later(self, when: float) -> bool:
+    def call_me_later(self, when: float) -> float | None:
         """Ask for a wake-up strictly after Batsim's clock, since Batsim aborts on any other.
 
         A wake-up at or before now is dropped (the caller is already awake); one closer than
         MIN_WAKEUP_GAP is postponed to the gap, because Batsim's clock will have moved on by then.
+        Returns the time asked for, None if nothing was added.
         """
-        if not when > self.now:
+        if math.isnan(when) or when <= self.now:
             log.debug("dropping CALL_ME_LATER at %s: not after now=%s", when, self.now)
-            return False
+            return None
+        if math.isinf(when):
+            raise ReplyRuleError("CALL_ME_LATER at infinity: ask for no wake-up instead")
         when = max(when, self.now + MIN_WAKEUP_GAP)
         if when in self._wakeups:
-            return False
+            return None
         self._wakeups.add(when)
         self.add(CallMeLater(timestamp=when))
-        return True
+        return when
 
     def encode(self) -> bytes:
         return encode_reply(self.now, self._events)
