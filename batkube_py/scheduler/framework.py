@@ -137,19 +137,7 @@ class Profile:
         # the nodes it processed move the start index on, so every node gets its turn across pods.
         s = self.next_start
         idx = nodes.all if s == 0 else np.concatenate((nodes.all[s:], nodes.all[:s]))
-        reasons: dict[str, int] = {}
-        rejected: set[str] = set()
-        levels = []
-        for plugin in self.filters:
-            if idx.size == 0:
-                break
-            result = plugin.filter(state, pod, nodes, idx)
-            if result.reasons:
-                rejected.add(plugin.name)
-                levels.append((plugin.name, idx, result))
-                for reason, k in result.reasons.items():
-                    reasons[reason] = reasons.get(reason, 0) + k
-            idx = result.keep(idx)
+        idx, reasons, rejected, levels = self._filter_chain(state, pod, nodes, idx)
         processed = n
         if idx.size > want:
             last = idx[want - 1]
@@ -176,42 +164,51 @@ class Profile:
                     reasons[reason] = reasons.get(reason, 0) + k
         return reasons, rejected
 
-    def _recount(self, state: CycleState, pod: PodInfo, nodes: NodeTable, processed: int):
-        s = self.next_start
-        idx = np.concatenate((nodes.all[s:], nodes.all[:s]))[:processed]
+    def _filter_chain(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray):
+        """Filters in order, each on the nodes the previous ones kept (a node counts under its first
+        rejection, as upstream stops at the first failing plugin)."""
         reasons: dict[str, int] = {}
         rejected: set[str] = set()
+        levels = []  # (plugin name, nodes given, result) of the filters that rejected something
         for plugin in self.filters:
+            if idx.size == 0:
+                break
             result = plugin.filter(state, pod, nodes, idx)
             if result.reasons:
                 rejected.add(plugin.name)
+                levels.append((plugin.name, idx, result))
                 for reason, k in result.reasons.items():
                     reasons[reason] = reasons.get(reason, 0) + k
             idx = result.keep(idx)
+        return idx, reasons, rejected, levels
+
+    def _recount(self, state: CycleState, pod: PodInfo, nodes: NodeTable, processed: int):
+        s = self.next_start
+        examined = np.concatenate((nodes.all[s:], nodes.all[:s]))[:processed]
+        _, reasons, rejected, _ = self._filter_chain(state, pod, nodes, examined)
         return reasons, rejected
 
     def diagnose(self, pod: PodInfo, nodes: NodeTable) -> tuple[int, dict[str, int]]:
         """Feasible node count and rejection reasons over every node, leaving no trace (no RNG draw)."""
         state = CycleState()
+        if (stop := self._pre_filter(state, pod, nodes)) is not None:
+            return 0, {stop[1]: len(nodes)}
+        idx, reasons, _, _ = self._filter_chain(state, pod, nodes, nodes.all)
+        return int(idx.size), reasons
+
+    def _pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> tuple[str, str] | None:
+        """(plugin, reason) of the first PreFilter that rules the pod out everywhere, else None."""
         for plugin in self.pre_filters:
             why = plugin.pre_filter(state, pod, nodes)
             if why is not None:
-                return 0, {why: len(nodes)}
-        idx, reasons = nodes.all, {}
-        for plugin in self.filters:
-            result = plugin.filter(state, pod, nodes, idx)
-            for reason, k in result.reasons.items():
-                reasons[reason] = reasons.get(reason, 0) + k
-            idx = result.keep(idx)
-        return int(idx.size), reasons
+                return plugin.name, why
+        return None
 
     def schedule_one(self, pod: PodInfo, nodes: NodeTable, explain: bool = False) -> Decision:
         """One cycle; `explain` also ranks the best nodes, which only the decision record needs."""
         state = CycleState()
-        for plugin in self.pre_filters:
-            why = plugin.pre_filter(state, pod, nodes)
-            if why is not None:
-                return Decision(pod, None, 0, {why: len(nodes)}, frozenset({plugin.name}))
+        if (stop := self._pre_filter(state, pod, nodes)) is not None:
+            return Decision(pod, None, 0, {stop[1]: len(nodes)}, frozenset({stop[0]}))
         idx, reasons, rejected, processed = self._feasible(state, pod, nodes)
         if idx.size == 0:
             return Decision(pod, None, 0, reasons, rejected, processed)
