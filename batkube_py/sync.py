@@ -93,6 +93,11 @@ class Metrics:
     def queued(self) -> float:
         return self.active + self.backoff + self.unschedulable + self.gated
 
+    @property
+    def idle(self) -> bool:
+        """Nothing to try now: no pod active, in flight, backing off or binding."""
+        return not (self.active or self.backoff or self.in_flight or self.binding)
+
 
 # The metric families settle reads; each scrape is ~260 kB, mostly histogram buckets nobody here needs.
 _WANTED = tuple(
@@ -262,8 +267,7 @@ class SettlePolicy:
         if m is not None and view.disrupted():
             # events lost in the outage never reach the handlers: rebase the fences once the scheduler
             # has been idle with nothing active for a while, then go back to exact fences
-            idle = m.active == 0 and m.backoff == 0 and m.in_flight == 0 and m.binding == 0
-            if not idle or m.queued - self.base_queued != view.unbound(True):
+            if not m.idle or m.queued - self.base_queued != view.unbound(True):
                 self._idle_since = None
                 return False, m
             if self._idle_since is None or self._idle_attempts != m.attempts:
@@ -275,8 +279,7 @@ class SettlePolicy:
             view.disrupted(clear=True)
             return True, m
         ok = (
-            m is not None and m.active == 0 and m.backoff == 0 and m.in_flight == 0 and m.binding == 0
-            and m.queued - self.base_queued == view.unbound(True)
+            m is not None and m.idle and m.queued - self.base_queued == view.unbound(True)
             and all(m.events.get(k, 0) - self.base.get(k, 0) >= n for k, n in view.fences().items())
         )  # fmt: skip
         return ok, m

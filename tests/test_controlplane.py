@@ -53,3 +53,12 @@ def test_up_status_down_loopback_only(tmp_path: Path):
     res = CliRunner().invoke(main, ["controlplane", "status", "--dir", str(cp.dir)])
     assert res.exit_code == 1
     cp.down(remove=True)
+
+
+def test_scheduler_facts_read_from_the_configuration(tmp_path):
+    from batkube_py.controlplane.session import scheduler_facts
+
+    assert scheduler_facts(None) == ({"default-scheduler"}, 10.0)
+    cfg = tmp_path / "s.yaml"
+    cfg.write_text("podMaxBackoffSeconds: 1\nprofiles:\n- schedulerName: a\n- {}\n")
+    assert scheduler_facts(cfg) == ({"a", "default-scheduler"}, 1.0)

@@ -165,6 +165,7 @@ class ApiServerCluster:
     def delete_pod(self, name: str, now: float) -> None:
         node = self.node_of.pop(name, None)
         req = self.requests.pop(name, (0, 0))
+        self.specs.pop(name, None)
         if node is not None:
             used = self.node_used[node]
             used[0], used[1], used[2] = used[0] - req[0], used[1] - req[1], used[2] - 1
@@ -326,9 +327,8 @@ class ApiServerCluster:
         except BackendError as exc:
             self._break(str(exc))
             raise
-        done = len(due)
-        self.recreated += done
-        return done
+        self.recreated += len(due)
+        return len(due)
 
     def fences(self) -> dict[str, int]:
         return self._fences

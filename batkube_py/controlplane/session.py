@@ -34,14 +34,12 @@ class ApiServerConfig(BaseModel):
     keep_controlplane: bool = False
 
 
-def profile_names(scheduler_config: Path) -> set[str]:
-    doc = yaml.safe_load(scheduler_config.read_text()) or {}
-    return {p.get("schedulerName", DEFAULT_SCHEDULER) for p in doc.get("profiles") or [{}]}
-
-
-def max_backoff(scheduler_config: Path) -> float:
-    doc = yaml.safe_load(scheduler_config.read_text()) or {}
-    return float(doc.get("podMaxBackoffSeconds", 10))
+def scheduler_facts(scheduler_config: Path | None) -> tuple[set[str], float]:
+    """The profiles' schedulerNames and podMaxBackoffSeconds of a KubeSchedulerConfiguration
+    (upstream's defaults without one)."""
+    doc = (yaml.safe_load(scheduler_config.read_text()) if scheduler_config else None) or {}
+    names = {p.get("schedulerName", DEFAULT_SCHEDULER) for p in doc.get("profiles") or [{}]}
+    return names, float(doc.get("podMaxBackoffSeconds", 10))
 
 
 @contextlib.contextmanager
@@ -65,13 +63,11 @@ def apiserver_session(cfg: ApiServerConfig, run_dir: Path | None = None) -> Iter
         kubeconfig = st.kubeconfig
         if sync.metrics_url is None:
             sync.metrics_url = st.scheduler_metrics
-        kube_names = profile_names(cp.dir / "scheduler-config.yaml")
-        sync.max_backoff = max_backoff(cp.dir / "scheduler-config.yaml")
+        kube_names, sync.max_backoff = scheduler_facts(cp.dir / "scheduler-config.yaml")
         names |= kube_names
     elif sync.metrics_url is not None:
         # an existing cluster: the metrics are those of a kube-scheduler with these profiles
-        kube_names = profile_names(cfg.scheduler_config) if cfg.scheduler_config else {DEFAULT_SCHEDULER}
-        sync.max_backoff = max_backoff(cfg.scheduler_config) if cfg.scheduler_config else 10.0
+        kube_names, sync.max_backoff = scheduler_facts(cfg.scheduler_config)
         if cfg.scheduler_names:
             names |= kube_names
     api = config.new_client_from_config(config_file=str(kubeconfig))
