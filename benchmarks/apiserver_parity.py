@@ -13,35 +13,16 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
+from _runs import SHARED, batkube_run
+
 REF = SHARED / "reference"
 
 
 def run(out: Path, platform: Path, workload: Path, *extra: str) -> tuple[dict, dict[str, tuple[str, str]]]:
-    cmd = [
-        sys.executable,
-        "-m",
-        "batkube_py.cli",
-        "run",
-        "-p",
-        str(platform),
-        "-w",
-        str(workload),
-        "-o",
-        str(out),
-        "--batsim",
-        str(ROOT / "tests" / "batsim_double" / "batsim"),
-        "--no-progress",
-        *extra,
-    ]
-    subprocess.run(cmd, cwd=ROOT, capture_output=True)
-    summary = json.loads((out / "summary.json").read_text())
+    summary = batkube_run(out, platform, workload, *extra)
     with open(out / "pods.csv") as f:
         rows = {r["job_id"]: (r["node"], r["bind_time"]) for r in csv.DictReader(f)}
     return summary, rows

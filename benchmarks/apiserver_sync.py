@@ -9,14 +9,12 @@ Batkube-style per-step timeouts, against the ideal 2280 / 57.6.
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared" / "reference"
+from _runs import SHARED, batkube_run
+
+REF = SHARED / "reference"
 WORKLOADS = {
     "spaced": ("spaced_200_delay170.json", 2280.0, 57.6),
     "burst": ("200_delay170.json", 2210.0, 979.2),
@@ -24,28 +22,9 @@ WORKLOADS = {
 
 
 def run(cp: Path, out: Path, wl: str, *extra: str) -> dict:
-    cmd = [
-        sys.executable,
-        "-m",
-        "batkube_py.cli",
-        "run",
-        "-p",
-        str(SHARED / "platforms" / "platform_graphene_16nodes.xml"),
-        "-w",
-        str(SHARED / "workloads" / wl),
-        "-o",
-        str(out),
-        "--batsim",
-        str(ROOT / "tests" / "batsim_double" / "batsim"),
-        "--no-progress",
-        "--backend",
-        "apiserver",
-        "--controlplane-dir",
-        str(cp),
-        *extra,
-    ]
-    subprocess.run(cmd, cwd=ROOT, capture_output=True)
-    return json.loads((out / "summary.json").read_text())
+    platform = REF / "platforms" / "platform_graphene_16nodes.xml"
+    return batkube_run(out, platform, REF / "workloads" / wl, "--backend", "apiserver",
+                       "--controlplane-dir", str(cp), *extra)  # fmt: skip
 
 
 def main() -> None:
