@@ -74,3 +74,19 @@ def count(value: object) -> int:
 
 def format_milli_cpu(milli: int) -> str:
     return str(milli // 1000) if milli % 1000 == 0 else f"{milli}m"
+
+
+def allocatable(a: dict[str, str]) -> tuple[int, int, int]:
+    """A node's (milli-cpu, bytes or -1 where it models no memory, pod slots)."""
+    mem = byte_count(a["memory"]) if "memory" in a else -1
+    return milli_cpu(a.get("cpu", "0")), mem, count(a.get("pods", "110"))
+
+
+def pod_requests(pod) -> tuple[int, int]:
+    """A V1Pod's summed container requests (milli-cpu, bytes)."""
+    cpu = mem = 0
+    for c in pod.spec.containers:
+        r = (c.resources.requests if c.resources else None) or {}
+        cpu += milli_cpu(r["cpu"]) if "cpu" in r else 0
+        mem += byte_count(r["memory"]) if "memory" in r else 0
+    return cpu, mem

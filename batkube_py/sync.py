@@ -66,6 +66,9 @@ class ClusterView(Protocol):
     def expedite(self) -> int:
         """Recreate pending pods whose backoff expired in simulated time; returns how many."""
 
+    def excused_backoff(self) -> int:
+        """Pods left in wall-clock backoff because retrying them now could change nothing."""
+
     def disrupted(self, clear: bool = False) -> bool:
         """True after an API or watch outage: the scheduler's informers relisted, event counts are off."""
 
@@ -96,7 +99,11 @@ class Metrics:
     @property
     def idle(self) -> bool:
         """Nothing to try now: no pod active, in flight, backing off or binding."""
-        return not (self.active or self.backoff or self.in_flight or self.binding)
+        return self.idle_but(0)
+
+    def idle_but(self, backoff: float) -> bool:
+        """Idle except for at most `backoff` pods backing off."""
+        return not (self.active or self.in_flight or self.binding) and self.backoff <= backoff
 
 
 # The metric families settle reads; each scrape is ~260 kB, mostly histogram buckets nobody here needs.
@@ -279,7 +286,8 @@ class SettlePolicy:
             view.disrupted(clear=True)
             return True, m
         ok = (
-            m is not None and m.idle and m.queued - self.base_queued == view.unbound(True)
+            m is not None and m.idle_but(view.excused_backoff())
+            and m.queued - self.base_queued == view.unbound(True)
             and all(m.events.get(k, 0) - self.base.get(k, 0) >= n for k, n in view.fences().items())
         )  # fmt: skip
         return ok, m

@@ -95,3 +95,16 @@ def cleanup(api: client.ApiClient, namespace: str, selector: str) -> None:
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             log.error("cleanup of %s (namespace %s, label %s) failed: %s; delete by hand", what, ns, selector,
                       exc)  # fmt: skip
+
+
+def log_pending(core: client.CoreV1Api, namespace: str, names: list[str]) -> None:
+    """What the apiserver says about the pods the scheduler left waiting, for the post-mortem."""
+    for name in names:
+        try:
+            pod = core.read_namespaced_pod(name, namespace, _request_timeout=5)
+        except (ApiException, urllib3.exceptions.HTTPError, OSError) as exc:
+            log.error("pending pod %s: cannot read it (%s)", name, exc)
+            continue
+        conds = [(c.type, c.status, c.reason) for c in pod.status.conditions or []]
+        log.error("pending pod %s: node=%r scheduler=%s rv=%s conditions=%s", name, pod.spec.node_name,
+                  pod.spec.scheduler_name, pod.metadata.resource_version, conds)  # fmt: skip

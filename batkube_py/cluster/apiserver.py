@@ -14,12 +14,10 @@ import logging
 import time
 import uuid
 
-import urllib3
 from kubernetes import client
-from kubernetes.client.rest import ApiException
 
 from batkube_py import quantities
-from batkube_py.cluster import apicalls, base
+from batkube_py.cluster import apicalls, base, expedite
 from batkube_py.cluster.apicalls import ApiCalls
 from batkube_py.cluster.base import BackendError, Binding, Unschedulable
 from batkube_py.controlplane.podwatch import PodWatch
@@ -54,9 +52,11 @@ class ApiServerCluster:
         self.policy: SettlePolicy | TimeoutPolicy = (
             SettlePolicy(sync, metrics) if sync.policy == "settle" else TimeoutPolicy(sync)
         )
-        self.node_alloc = {n.metadata.name: _alloc(n.status.allocatable) for n in nodes}
+        self.node_alloc = {n.metadata.name: quantities.allocatable(n.status.allocatable) for n in nodes}
         self.node_used: dict[str, list[int]] = {n: [0, 0, 0] for n in self.node_alloc}
         self.requests: dict[str, tuple[int, int]] = {}
+        self.priorities: dict[str, int] = {}
+        self._left: set[str] = set()  # pods left in wall-clock backoff at this step (expedite.py)
         self.node_of: dict[str, str] = {}
         self.nodes = [n.metadata.name for n in nodes]
         self.broken: str | None = None
@@ -67,6 +67,7 @@ class ApiServerCluster:
         self.specs: dict[str, client.V1Pod] = {}
         self.now = 0.0
         self.recreated = 0
+        self.left_in_backoff = 0
         self._fences: dict[str, int] = {"UnschedulablePodAdd": 0, "AssignedPodDelete": 0, "NodeAdd": 0}
         self._closed = False
         self.watch = PodWatch(self.core, self.namespace)
@@ -119,7 +120,7 @@ class ApiServerCluster:
         return self.scheduler_names is None or scheduler_name in self.scheduler_names
 
     def fits_empty_cluster(self, pod: client.V1Pod) -> str | None:
-        cpu, mem = _requests(pod)
+        cpu, mem = quantities.pod_requests(pod)
         if any(cpu <= a[0] and (a[1] < 0 or mem <= a[1]) for a in self.node_alloc.values()):
             return None
         return f"requests cpu={cpu}m memory={mem}B exceed the allocatable resources of every node"
@@ -134,10 +135,11 @@ class ApiServerCluster:
             client.V1Toleration(key=SIMULATED, operator="Exists", effect="NoSchedule"),
         ]
         pod.spec.automount_service_account_token = False
+        self.priorities[name] = pod.spec.priority or 0
         if pod.spec.priority:  # the Priority admission plugin only accepts a value through a class
             pod.spec.priority_class_name = self._priority_class(pod.spec.priority)
         pod.spec.priority = None
-        self.requests[name] = _requests(pod)
+        self.requests[name] = quantities.pod_requests(pod)
         self.specs[name] = pod
         kube = pod.spec.scheduler_name in self.kube_names
         self.watch.track(name, kube=kube)
@@ -166,6 +168,7 @@ class ApiServerCluster:
         node = self.node_of.pop(name, None)
         req = self.requests.pop(name, (0, 0))
         self.specs.pop(name, None)
+        self.priorities.pop(name, None)
         if node is not None:
             used = self.node_used[node]
             used[0], used[1], used[2] = used[0] - req[0], used[1] - req[1], used[2] - 1
@@ -207,6 +210,7 @@ class ApiServerCluster:
         if self.watch.error:
             raise BackendError(self.watch.error)
         self.now = now
+        self._left = set()
         try:
             limit = None
             if isinstance(self.policy, TimeoutPolicy):
@@ -214,7 +218,9 @@ class ApiServerCluster:
             else:
                 self.policy.settle(self)
         except SchedulerUnresponsive as exc:
-            self._log_pending()
+            with self.watch.cond:
+                waiting = [n for n, v in self.watch.pods.items() if v.node is None]
+            apicalls.log_pending(self.core, self.namespace, waiting[:20])
             self._break(str(exc))
             raise BackendError(str(exc)) from None
         out = []
@@ -285,6 +291,9 @@ class ApiServerCluster:
         if self._closed:
             return
         self._closed = True
+        if self.recreated or self.left_in_backoff:
+            log.info("backoff expedite: %d pods recreated, %d retries that could change nothing skipped",
+                     self.recreated, self.left_in_backoff)  # fmt: skip
         self.watch.stop()
         self.calls.close()
         apicalls.cleanup(self.api, self.namespace, f"{SIMULATED}={self.run_id}")
@@ -298,18 +307,27 @@ class ApiServerCluster:
         return self.watch.count(kube, unmarked=True)
 
     def expedite(self) -> int:
-        """Recreate the pending pods whose backoff has certainly expired in *simulated* time.
+        """Recreate the next round of pending pods whose backoff has certainly expired in *simulated* time.
 
         kube-scheduler measures backoff on the wall clock, where a few milliseconds separate a pod's
         failure from the event that frees a node; in the simulated cluster the pod failed at least
         max_backoff simulated seconds ago, so a real scheduler would retry it at once. A new pod
-        (attempts = 0) is what the unmodified scheduler retries at once: same name, same spec.
+        (attempts = 0) is what the unmodified scheduler retries at once: same name, same spec. Which pods
+        and in what rounds: expedite.py.
         """
         with self.watch.cond:
             due = [
                 n for n, v in self.watch.pods.items()
                 if v.node is None and v.kube and v.since >= 0 and self.now - v.since >= self.opts.max_backoff
+                and n not in self._left
             ]  # fmt: skip
+            free, lowest = self._free()
+        due.sort(key=lambda n: -self.priorities.get(n, 0))  # stable: creation order within a priority
+        reqs = {n: expedite.Request(*self.requests[n], self.priorities.get(n, 0)) for n in due}
+        modelled = {n: a[1] >= 0 for n, a in self.node_alloc.items()}
+        due, left = expedite.next_round(due, reqs, free, modelled, lowest)
+        self._left.update(left)
+        self.left_in_backoff += len(left)
         due = [name for name in due if self.watch.renew(name) is not None]
         try:
             # the deletes in parallel (nobody can tell their order), the creates in order: creation
@@ -329,6 +347,28 @@ class ApiServerCluster:
             raise
         self.recreated += len(due)
         return len(due)
+
+    def _free(self) -> tuple[dict[str, list[int]], int | None]:
+        """Room left with every binding seen so far, taken or not, and the lowest running priority.
+        Called with the watch's lock held."""
+        seen = [(n, v.node) for n, v in self.watch.pods.items()
+                if v.node is not None and n not in self.node_of and n in self.requests]  # fmt: skip
+        running = [self.priorities.get(n, 0) for n in (*self.node_of, *(n for n, _ in seen))]
+        free = expedite.room(self.node_alloc, self.node_used, [(node, self.requests[n]) for n, node in seen])
+        return free, min(running, default=None)
+
+    def excused_backoff(self) -> int:
+        """Pods left in wall-clock backoff on purpose (expedite.py); none while some pod's simulated
+        backoff may not have expired (the backoff queue must then drain in wall time)."""
+        with self.watch.cond:
+            left = 0
+            for n, v in self.watch.pods.items():
+                if v.node is None and v.kube:
+                    if n in self._left:
+                        left += 1
+                    elif v.since >= 0 and self.now - v.since < self.opts.max_backoff:
+                        return 0
+            return left
 
     def fences(self) -> dict[str, int]:
         return self._fences
@@ -351,35 +391,7 @@ class ApiServerCluster:
         with self.watch.cond:
             self.watch.cond.wait(timeout)
 
-    def _log_pending(self) -> None:
-        """What the apiserver says about the pods the scheduler left waiting, for the post-mortem."""
-        with self.watch.cond:
-            waiting = [n for n, v in self.watch.pods.items() if v.node is None]
-        for name in waiting[:20]:
-            try:
-                pod = self.core.read_namespaced_pod(name, self.namespace, _request_timeout=5)
-            except (ApiException, urllib3.exceptions.HTTPError, OSError) as exc:
-                log.error("pending pod %s: cannot read it (%s)", name, exc)
-                continue
-            conds = [(c.type, c.status, c.reason) for c in pod.status.conditions or []]
-            log.error("pending pod %s: node=%r scheduler=%s rv=%s conditions=%s", name, pod.spec.node_name,
-                      pod.spec.scheduler_name, pod.metadata.resource_version, conds)  # fmt: skip
-
     def _break(self, reason: str) -> None:
         if self.broken is None:
             log.error("%s", reason)
             self.broken = reason
-
-
-def _alloc(a: dict[str, str]) -> tuple[int, int, int]:
-    mem = quantities.byte_count(a["memory"]) if "memory" in a else -1
-    return quantities.milli_cpu(a.get("cpu", "0")), mem, quantities.count(a.get("pods", "110"))
-
-
-def _requests(pod: client.V1Pod) -> tuple[int, int]:
-    cpu = mem = 0
-    for c in pod.spec.containers:
-        r = (c.resources.requests if c.resources else None) or {}
-        cpu += quantities.milli_cpu(r["cpu"]) if "cpu" in r else 0
-        mem += quantities.byte_count(r["memory"]) if "memory" in r else 0
-    return cpu, mem

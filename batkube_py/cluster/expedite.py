@@ -1,0 +1,89 @@
+"""Which backing-off pods to recreate now, so the wall-clock scheduler retries them at the simulated instant.
+
+kube-scheduler measures backoff on the wall clock; in the simulated cluster a pod whose simulated backoff
+has expired is retried at once when an event frees room (see docs/sync.md, "Backoff, honestly"). The
+adapter gets the same retry from the unmodified scheduler by recreating the pod (a new pod has no failed
+attempts). A recreation costs a delete, a create and the scheduler's failed attempt, so with *n* pods
+pending every completion used to cost ~3n API calls although, with one node freed, one pod can bind.
+
+A retry can only change the cluster if the pod fits some node's free resources: no correct scheduler
+binds beyond a node's allocatable (a kubelet would refuse it; the adapter counts it as an
+over-allocation), and a pod that fits nowhere fails again without side effects — unless it may preempt,
+so pods of a higher priority than some running pod are always retried. Pods are judged in queue order on
+the state their predecessors actually left, so recreation goes in *rounds*: the longest prefix of the due
+pods that fits a tentative placement, then, once the scheduler has answered that round, the rest on the
+real outcome. A pod that fits no node on the real state at its turn is left in the scheduler's wall-clock
+backoff: its retry could change nothing at this instant.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Request:
+    cpu: int  # milli-cpu
+    memory: int  # bytes
+    priority: int = 0
+
+
+def room(
+    alloc: dict[str, tuple[int, int, int]],
+    used: dict[str, list[int]],
+    more: Iterable[tuple[str, tuple[int, int]]] = (),
+) -> dict[str, list[int]]:
+    """Each node's (milli-cpu, bytes, pods) left: allocatable − `used` − the `more` (node, requests)."""
+    free = {n: [a[0] - used[n][0], a[1] - used[n][1], a[2] - used[n][2]] for n, a in alloc.items()}
+    for node, (cpu, mem) in more:
+        if (f := free.get(node)) is not None:
+            f[0], f[1], f[2] = f[0] - cpu, f[1] - mem, f[2] - 1
+    return free
+
+
+def fits(req: Request, free: list[int], mem_modelled: bool) -> bool:
+    """fit.go's check on cpu, memory and the pod count; a zero request always fits that resource."""
+    cpu, mem, pods = free
+    return (
+        pods >= 1
+        and (req.cpu == 0 or req.cpu <= cpu)
+        and (req.memory == 0 or not mem_modelled or req.memory <= mem)
+    )
+
+
+def next_round(
+    due: list[str],
+    requests: dict[str, Request],
+    free: dict[str, list[int]],
+    mem_modelled: dict[str, bool],
+    lowest_running_priority: int | None,
+) -> tuple[list[str], list[str]]:
+    """(pods to recreate now, in order; pods to leave in backoff) for due pods given in queue order.
+
+    `free` is each node's (milli-cpu, bytes, pods) left on the real state; it is not modified.
+    """
+    tentative = {n: list(f) for n, f in free.items()}
+    now: list[str] = []
+    left: list[str] = []
+    for name in due:
+        req = requests[name]
+        if lowest_running_priority is not None and req.priority > lowest_running_priority:
+            now.append(name)  # may preempt: its retry can change the cluster whatever the free room
+            continue
+        node = max(
+            (n for n, f in tentative.items() if fits(req, f, mem_modelled[n])),
+            key=lambda n: tentative[n][0],
+            default=None,
+        )
+        if node is None:
+            if now:
+                break  # judged again on what this round actually did
+            left.append(name)  # fits nowhere on the real state: a retry would fail and change nothing
+            continue
+        f = tentative[node]
+        f[0] -= req.cpu
+        f[1] -= req.memory
+        f[2] -= 1
+        now.append(name)
+    return now, left
