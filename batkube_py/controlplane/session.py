@@ -11,16 +11,19 @@ import contextlib
 import logging
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
 from kubernetes import client, config
 from pydantic import BaseModel
 
-from batkube_py.cluster.apiserver import ApiServerCluster
 from batkube_py.controlplane.manager import ControlPlane, ControlPlaneError
 from batkube_py.decision import BackendFactory
 from batkube_py.sync import SyncOptions
 from batkube_py.translate import DEFAULT_SCHEDULER
+
+if TYPE_CHECKING:
+    from batkube_py.cluster.apiserver import ApiServerCluster
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +73,9 @@ def apiserver_session(cfg: ApiServerConfig, run_dir: Path | None = None) -> Iter
         kube_names, sync.max_backoff = scheduler_facts(cfg.scheduler_config)
         if cfg.scheduler_names:
             names |= kube_names
+    # imported here, not at the top: the embedded backend's `run` and `serve` start faster without it
+    from batkube_py.cluster.apiserver import ApiServerCluster
+
     api = config.new_client_from_config(config_file=str(kubeconfig))
     api.configuration.connection_pool_maxsize = 8
     clusters: list[ApiServerCluster] = []
