@@ -11,6 +11,7 @@ seconds on a shared 2-core machine are noise.
 from __future__ import annotations
 
 import argparse
+import compileall
 import os
 import socket
 import subprocess
@@ -56,6 +57,9 @@ def main() -> None:
     ap.add_argument("--batsim", default=str(ROOT / "tests" / "batsim_double" / "batsim"))
     ap.add_argument("--repeat", type=int, default=1)
     args = ap.parse_args()
+    # An installed package carries its bytecode (pip and nix compile it); an editable checkout under
+    # PYTHONDONTWRITEBYTECODE (set on these machines) would recompile ~80 modules at every start.
+    compileall.compile_dir(ROOT / "batkube_py", quiet=1)
     adapter = [sys.executable, "-m", "batkube_py.cli", "serve", "--idle-timeout", "120", "--socket"]
     baseline = [sys.executable, str(BENCH / "fcfs_baseline.py"), "--no-log", "--endpoint"]
     rows = []

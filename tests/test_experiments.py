@@ -111,3 +111,44 @@ def test_apiserver_variants_need_the_control_plane(tmp_path: Path, monkeypatch: 
     assert code != 0
     assert "apiserver" in output and "batkube controlplane build" in output and "--variant" in output
     assert not (tmp_path / "runs").exists(), "nothing may run when part of the campaign cannot"
+
+
+def test_sigterm_stops_the_run_in_progress(tmp_path: Path) -> None:
+    """A stopped runner must not leave its current run (and a real backend's control plane) behind: the
+    run lives in a session of its own, so the runner passes the signal on."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    pidfile = tmp_path / "batsim.pid"
+    fake = tmp_path / "batsim"
+    fake.write_text(f"#!/bin/sh\necho $$ > {pidfile}\nexec sleep 300\n")
+    fake.chmod(0o755)
+    f = tmp_path / "e.yaml"
+    f.write_text(
+        f"name: e\ncases: [{{name: c, platform: {ROOT / 'platforms' / 'cluster_16x1core.xml'}, "
+        f"workload: {ROOT / 'workloads' / 'burst_200_delay170.json'}}}]\nvariants: [{{name: v}}]\n"
+    )
+    runner = subprocess.Popen(
+        [sys.executable, "-m", "batkube_py.cli", "experiment", "run", str(f), "--out", str(tmp_path / "o"),
+         "--batsim", str(fake), "-j", "1", "--no-progress"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not (pidfile.exists() and pidfile.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    batsim_pid = int(pidfile.read_text())
+    runner.send_signal(signal.SIGTERM)
+    assert runner.wait(timeout=30) != 0
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        try:
+            os.kill(batsim_pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        os.kill(batsim_pid, signal.SIGKILL)
+        pytest.fail("the run's Batsim outlived the stopped experiment runner")

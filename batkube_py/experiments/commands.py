@@ -4,6 +4,7 @@ does not pay for pandas, matplotlib or dask)."""
 from __future__ import annotations
 
 import shlex
+import signal
 import sys
 from pathlib import Path
 
@@ -97,6 +98,9 @@ def run_cmd(
     """
     from batkube_py.experiments.runner import ExperimentError, Options, run_experiment
     from batkube_py.experiments.spec import SpecError
+
+    # SIGTERM unwinds like Ctrl-C: the run in progress is stopped with it (worker.py), not left behind
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
     opts = Options(
         out=out,

@@ -17,11 +17,11 @@ from __future__ import annotations
 import logging
 import traceback
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any, Protocol
 
 from batkube_py.experiments.plan import Task
-from batkube_py.experiments.worker import execute
+from batkube_py.experiments.worker import STOP, execute
 
 Done = Callable[[Task, dict[str, Any]], None]
 
@@ -53,12 +53,19 @@ class LocalPool:
         self.jobs = max(1, jobs)
 
     def run(self, tasks: list[Task], on_done: Done) -> None:
+        """Threads, not processes: each run is a child process already, and a thread can stop its child
+        when the runner is stopped (SIGTERM, Ctrl-C), which a pool process never hears of."""
         shared, exclusive = _split(tasks)
+        STOP.clear()
         if shared:
-            with ProcessPoolExecutor(max_workers=min(self.jobs, len(shared))) as pool:
+            with ThreadPoolExecutor(max_workers=min(self.jobs, len(shared))) as pool:
                 futures = {pool.submit(safe_execute, t): t for t in shared}
-                for fut in as_completed(futures):
-                    on_done(futures[fut], fut.result())
+                try:
+                    for fut in as_completed(futures):
+                        on_done(futures[fut], fut.result())
+                except BaseException:
+                    STOP.set()
+                    raise
         for t in exclusive:
             on_done(t, safe_execute(t))
 

@@ -12,6 +12,7 @@ import os
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -42,30 +43,60 @@ def _summary(out: Path) -> dict[str, Any]:
         return {}
 
 
+# Set when the runner is being stopped: runs waited for in pool threads stop their child and return.
+STOP = threading.Event()
+
+
+class RunStopped(RuntimeError):
+    pass
+
+
+def _wait(proc: subprocess.Popen, deadline: float | None) -> tuple[int, Any, bool]:
+    """Waits for the run (wait4 gives its peak memory); past the deadline, TERM then KILL its group."""
+    term_sent: float | None = None
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            return status, usage, term_sent is not None
+        if STOP.is_set():
+            raise RunStopped("the experiment runner was stopped")
+        now = time.perf_counter()
+        if deadline is not None and now > deadline and term_sent is None:
+            term_sent = now
+            os.killpg(proc.pid, signal.SIGTERM)
+        elif term_sent is not None and now > term_sent + 10:
+            os.killpg(proc.pid, signal.SIGKILL)
+        time.sleep(0.05)
+
+
+def _stop(proc: subprocess.Popen, grace: float = 10.0) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    except ProcessLookupError:
+        pass
+
+
 def execute(task: Task) -> dict[str, Any]:
     """Runs the task in a clean directory; returns (and stores) status, wall time, peak RSS, summary."""
     if task.out.exists():
         shutil.rmtree(task.out)
     task.out.mkdir(parents=True)
     start = time.perf_counter()
-    timed_out = False
     with open(task.out / "experiment.log", "wb") as log:
         proc = subprocess.Popen(
             task.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
         )
-        deadline = None if task.timeout is None else start + task.timeout
-        term_sent: float | None = None
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            now = time.perf_counter()
-            if deadline is not None and now > deadline and term_sent is None:
-                timed_out, term_sent = True, now
-                os.killpg(proc.pid, signal.SIGTERM)
-            elif term_sent is not None and now > term_sent + 10:
-                os.killpg(proc.pid, signal.SIGKILL)
-            time.sleep(0.05)
+        try:
+            status, usage, timed_out = _wait(proc, None if task.timeout is None else start + task.timeout)
+        except BaseException:
+            # the runner itself is stopped (SIGTERM, Ctrl-C): the run is in a session of its own, so
+            # nothing reaches it unless we pass it on; it then stops its private control plane
+            _stop(proc)
+            raise
     proc.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - start
     summary = _summary(task.out)
