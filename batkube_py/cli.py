@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import signal
 import sys
 from pathlib import Path
 
@@ -14,7 +13,7 @@ from batkube_py import __version__, platforms, workloads
 from batkube_py.controlplane.cli import apiserver_config, backend_options, controlplane
 from batkube_py.endpoint import DEFAULT_ENDPOINT
 from batkube_py.experiments.commands import experiment
-from batkube_py.run import RunConfig, RunError, run, serve
+from batkube_py.run import RunConfig, RunError, exit_on_sigterm, run, serve
 
 _path = click.Path(path_type=Path)
 _file = click.Path(exists=True, dir_okay=False, path_type=Path)
@@ -102,9 +101,7 @@ def _with_backend(api_cfg, out, body):
     """Runs body(backend_factory); for --backend apiserver inside a session that always cleans up."""
     if api_cfg is None:
         return body(None)
-    # SIGTERM (a job scheduler, an experiment runner) must unwind like Ctrl-C, so that the session below
-    # stops the control plane it started and removes the run's namespace and nodes
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    exit_on_sigterm()  # the session below then stops its control plane and removes the run's objects
     from batkube_py.controlplane.manager import ControlPlaneError
     from batkube_py.controlplane.session import apiserver_session
 

@@ -114,14 +114,25 @@ def setup_logging(out: Path) -> logging.Handler:
     return handler
 
 
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+def stop_process(proc: subprocess.Popen, grace: float = 5.0, group: bool = False) -> None:
+    """SIGTERM, then SIGKILL after `grace` s; `group` for a child started in a session of its own."""
+    if not group and proc.poll() is not None:
+        return  # (a group may outlive its leader)
+    send = (lambda sig: os.killpg(proc.pid, sig)) if group else proc.send_signal
+    try:
+        send(signal.SIGTERM)
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        send(signal.SIGKILL)
+        proc.wait()
+    except ProcessLookupError:
+        pass
+
+
+def exit_on_sigterm() -> None:
+    """SIGTERM (a job scheduler, an experiment runner) unwinds like Ctrl-C, so that cleanups run: a
+    private control plane is stopped, a run in progress is stopped with its runner."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
 
 def _progress(enabled: bool, total: int) -> tuple[Progress, Callable[[DecisionProcess], None]]:
@@ -196,7 +207,7 @@ def run(cfg: RunConfig, backend_factory: BackendFactory | None = None) -> dict[s
         except subprocess.TimeoutExpired:
             error = "Batsim did not exit within 120 s after SIMULATION_ENDS"
         finally:
-            _stop(proc)
+            stop_process(proc)
             endpoint.close()
             outputs.close()
             if process.backend is not None:

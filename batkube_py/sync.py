@@ -238,8 +238,11 @@ class SettlePolicy:
             while view.unbound(None):
                 now = time.monotonic()
                 kube_ok, m = self._kube_settled(view)
-                if (not kube_ok and m is not None and m.backoff and not m.active and not m.in_flight
-                        and self.opts.backoff == "expedite" and view.expedite()):  # fmt: skip
+                # the next round of recreations is judged on the real state: nothing active, in flight
+                # or binding, and some backing-off pod is not one left there on purpose
+                if (not kube_ok and m is not None and self.opts.backoff == "expedite"
+                        and m.idle_but(m.backoff) and m.backoff > view.excused_backoff()
+                        and view.expedite()):  # fmt: skip
                     settled_at = None
                     continue
                 if m is not None and m.attempts != attempts:

@@ -121,7 +121,8 @@ class ApiServerCluster:
 
     def fits_empty_cluster(self, pod: client.V1Pod) -> str | None:
         cpu, mem = quantities.pod_requests(pod)
-        if any(cpu <= a[0] and (a[1] < 0 or mem <= a[1]) for a in self.node_alloc.values()):
+        empty = expedite.room(self.node_alloc, {n: [0, 0, 0] for n in self.node_alloc})
+        if any(expedite.fits(expedite.Request(cpu, mem), f) for f in empty.values()):
             return None
         return f"requests cpu={cpu}m memory={mem}B exceed the allocatable resources of every node"
 
@@ -324,8 +325,7 @@ class ApiServerCluster:
             free, lowest = self._free()
         due.sort(key=lambda n: -self.priorities.get(n, 0))  # stable: creation order within a priority
         reqs = {n: expedite.Request(*self.requests[n], self.priorities.get(n, 0)) for n in due}
-        modelled = {n: a[1] >= 0 for n, a in self.node_alloc.items()}
-        due, left = expedite.next_round(due, reqs, free, modelled, lowest)
+        due, left = expedite.next_round(due, reqs, free, lowest)
         self._left.update(left)
         self.left_in_backoff += len(left)
         due = [name for name in due if self.watch.renew(name) is not None]
@@ -348,7 +348,7 @@ class ApiServerCluster:
         self.recreated += len(due)
         return len(due)
 
-    def _free(self) -> tuple[dict[str, list[int]], int | None]:
+    def _free(self) -> tuple[dict[str, list[float]], int | None]:
         """Room left with every binding seen so far, taken or not, and the lowest running priority.
         Called with the watch's lock held."""
         seen = [(n, v.node) for n, v in self.watch.pods.items()

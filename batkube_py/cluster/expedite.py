@@ -18,6 +18,7 @@ backoff: its retry could change nothing at this instant.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -33,30 +34,30 @@ def room(
     alloc: dict[str, tuple[int, int, int]],
     used: dict[str, list[int]],
     more: Iterable[tuple[str, tuple[int, int]]] = (),
-) -> dict[str, list[int]]:
-    """Each node's (milli-cpu, bytes, pods) left: allocatable − `used` − the `more` (node, requests)."""
-    free = {n: [a[0] - used[n][0], a[1] - used[n][1], a[2] - used[n][2]] for n, a in alloc.items()}
+) -> dict[str, list[float]]:
+    """Each node's (milli-cpu, bytes, pods) left: allocatable − `used` − the `more` (node, requests).
+
+    A node whose allocatable has no memory (-1) has unlimited memory room, as upstream skips it."""
+    free = {
+        n: [a[0] - used[n][0], a[1] - used[n][1] if a[1] >= 0 else math.inf, a[2] - used[n][2]]
+        for n, a in alloc.items()
+    }
     for node, (cpu, mem) in more:
         if (f := free.get(node)) is not None:
             f[0], f[1], f[2] = f[0] - cpu, f[1] - mem, f[2] - 1
     return free
 
 
-def fits(req: Request, free: list[int], mem_modelled: bool) -> bool:
+def fits(req: Request, free: list[float]) -> bool:
     """fit.go's check on cpu, memory and the pod count; a zero request always fits that resource."""
     cpu, mem, pods = free
-    return (
-        pods >= 1
-        and (req.cpu == 0 or req.cpu <= cpu)
-        and (req.memory == 0 or not mem_modelled or req.memory <= mem)
-    )
+    return pods >= 1 and (req.cpu == 0 or req.cpu <= cpu) and (req.memory == 0 or req.memory <= mem)
 
 
 def next_round(
     due: list[str],
     requests: dict[str, Request],
-    free: dict[str, list[int]],
-    mem_modelled: dict[str, bool],
+    free: dict[str, list[float]],
     lowest_running_priority: int | None,
 ) -> tuple[list[str], list[str]]:
     """(pods to recreate now, in order; pods to leave in backoff) for due pods given in queue order.
@@ -72,7 +73,7 @@ def next_round(
             now.append(name)  # may preempt: its retry can change the cluster whatever the free room
             continue
         node = max(
-            (n for n, f in tentative.items() if fits(req, f, mem_modelled[n])),
+            (n for n, f in tentative.items() if fits(req, f)),
             key=lambda n: tentative[n][0],
             default=None,
         )

@@ -4,7 +4,6 @@ does not pay for pandas, matplotlib or dask)."""
 from __future__ import annotations
 
 import shlex
-import signal
 import sys
 from pathlib import Path
 
@@ -98,9 +97,9 @@ def run_cmd(
     """
     from batkube_py.experiments.runner import ExperimentError, Options, run_experiment
     from batkube_py.experiments.spec import SpecError
+    from batkube_py.run import exit_on_sigterm
 
-    # SIGTERM unwinds like Ctrl-C: the run in progress is stopped with it (worker.py), not left behind
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    exit_on_sigterm()  # the run in progress is stopped with the runner (worker.py), not left behind
 
     opts = Options(
         out=out,

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from batkube_py.experiments.plan import Task
+from batkube_py.run import stop_process
 
 RESULT = "result.json"
 
@@ -69,17 +70,6 @@ def _wait(proc: subprocess.Popen, deadline: float | None) -> tuple[int, Any, boo
         time.sleep(0.05)
 
 
-def _stop(proc: subprocess.Popen, grace: float = 10.0) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(grace)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-    except ProcessLookupError:
-        pass
-
-
 def execute(task: Task) -> dict[str, Any]:
     """Runs the task in a clean directory; returns (and stores) status, wall time, peak RSS, summary."""
     if task.out.exists():
@@ -95,7 +85,7 @@ def execute(task: Task) -> dict[str, Any]:
         except BaseException:
             # the runner itself is stopped (SIGTERM, Ctrl-C): the run is in a session of its own, so
             # nothing reaches it unless we pass it on; it then stops its private control plane
-            _stop(proc)
+            stop_process(proc, grace=10.0, group=True)
             raise
     proc.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - start
