@@ -209,3 +209,60 @@ def test_reasons_recounted_from_masks_equal_filtering_the_examined_nodes_again(m
     slow = feasible(strip=True)
     assert fast == slow
     assert all(0 < processed < 300 and reasons for _, reasons, _, processed in fast)
+
+
+def test_quick_feasibility_picks_what_the_exact_path_picks(tmp_path):
+    """Without a decision record the cycle filters every node at once and cuts the rotation afterwards;
+    on a varied cluster (taints, cordons, hosts without memory, selectors, extended resources, a full
+    and an empty cluster) every choice and the rotating start index must be the exact path's."""
+    from batkube_py.scheduler.record import DecisionRecorder
+
+    rng = np.random.default_rng(11)
+    specs = []
+    for i in range(240):
+        props = {"cpu": str(int(rng.choice([2, 4, 8]))), "pods": str(int(rng.integers(3, 9)))}
+        if i % 7:
+            props["memory"] = f"{int(rng.choice([4, 8, 16]))}Gi"
+        if i % 11 == 0:
+            props["taints"] = "dedicated=gpu:NoSchedule"
+        if i % 13 == 0:
+            props["taints"] = "spot=yes:PreferNoSchedule"
+        if i % 5 == 0:
+            props["nvidia.com/gpu"] = "2"
+        props["zone"] = f"z{i % 3}"
+        specs.append(props)
+    clusters = [
+        EmbeddedCluster(nodes(*specs), seed=3),
+        EmbeddedCluster(nodes(*specs), seed=3, recorder=DecisionRecorder(tmp_path / "d.jsonl")),
+    ]
+    for c in clusters:
+        c.set_nodes_schedulable([f"n{i}" for i in range(0, 240, 17)], False, 0.0)
+    placed: list[tuple[str, ...]] = [(), ()]
+    running: list[str] = []
+    seen = 0
+    for step in range(900):
+        profile = {"type": "delay", "delay": 1, "cpu": str(rng.choice(["250m", "1", "2", "3"]))}
+        if step % 3:
+            profile["memory"] = str(rng.choice(["256Mi", "1Gi", "6Gi"]))
+        if step % 9 == 0:
+            profile["tolerations"] = [{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}]
+        if step % 10 == 0:
+            profile["nodeSelector"] = {"zone": f"z{step % 3}"}
+        if step % 25 == 0:
+            profile["extendedResources"] = {"nvidia.com/gpu": "1"}
+        p = translate.pod_from_job(f"j{step}", {"res": 1, "profile": "p"}, profile, f"j{step}")
+        assert isinstance(p, client.V1Pod)
+        for k, c in enumerate(clusters):
+            c.add_pod(p, f"j{step}", float(step))
+            placed[k] += tuple((b.pod, b.node) for b in c.schedule(float(step)))
+        running += [name for name, _ in placed[0][seen:]]
+        seen = len(placed[0])
+        if step % 4 == 3 and running:  # completions free nodes for parked pods
+            gone = running.pop(int(rng.integers(len(running))))
+            for c in clusters:
+                c.delete_pod(gone, float(step))
+        assert placed[0] == placed[1]
+        starts = [c.profiles["default-scheduler"].next_start for c in clusters]
+        assert starts[0] == starts[1]
+    clusters[1].close()
+    assert 300 < len(placed[0]) < 900 and clusters[0].pending() > 0  # some full, some free cycles

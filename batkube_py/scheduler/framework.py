@@ -74,6 +74,13 @@ class Plugin:
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> FilterResult:
         return FilterResult(np.ones(idx.size, dtype=bool))
 
+    def feasible_mask(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> np.ndarray | None:
+        """Filter over every node when nobody will read the reasons: None when every node passes.
+
+        A plugin overrides it when the verdict alone is much cheaper than the verdict and its reasons.
+        """
+        return self.filter(state, pod, nodes, nodes.all).feasible
+
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> str | None:
         """None to go on; SKIP when every node would score 0 for this pod."""
         return None
@@ -129,6 +136,36 @@ class Profile:
                 if p not in seen:
                     seen.append(p)
             self.pre_filters = seen
+
+    def _feasible_quick(self, state: CycleState, pod: PodInfo, nodes: NodeTable):
+        """_feasible when the reasons will not be read (no decision record, some node fits).
+
+        Upstream's Filter sees one node at a time, so a node's verdict does not depend on which other
+        nodes are filtered with it: filtering every node in index order and cutting the rotation from
+        the start index afterwards picks the nodes _feasible picks. None when no node fits, for
+        _feasible to count the reasons.
+        """
+        ok = None
+        for plugin in self.filters:
+            mask = plugin.feasible_mask(state, pod, nodes)
+            if mask is not None:
+                ok = mask if ok is None else ok & mask
+        fits = nodes.all if ok is None else np.flatnonzero(ok)
+        if fits.size == 0:
+            return None
+        n = len(nodes)
+        want = num_feasible_nodes_to_find(n, self.percentage_of_nodes_to_score) if self.scorers else 1
+        s = self.next_start
+        k = int(np.searchsorted(fits, s)) if s else 0
+        if fits.size <= want:
+            idx = fits if k == 0 else np.concatenate((fits[k:], fits[:k]))
+            return idx, {}, frozenset(), n
+        idx = fits[k : k + want]
+        if idx.size < want:
+            idx = np.concatenate((idx, fits[: want - idx.size]))
+        processed = int((idx[-1] - s) % n) + 1
+        self.next_start = (s + processed) % n
+        return idx, {}, frozenset(), processed
 
     def _feasible(self, state: CycleState, pod: PodInfo, nodes: NodeTable):
         n = len(nodes)
@@ -209,7 +246,8 @@ class Profile:
         state = CycleState()
         if (stop := self._pre_filter(state, pod, nodes)) is not None:
             return Decision(pod, None, 0, {stop[1]: len(nodes)}, frozenset({stop[0]}))
-        idx, reasons, rejected, processed = self._feasible(state, pod, nodes)
+        quick = None if explain else self._feasible_quick(state, pod, nodes)
+        idx, reasons, rejected, processed = quick or self._feasible(state, pod, nodes)
         if idx.size == 0:
             return Decision(pod, None, 0, reasons, rejected, processed)
         if idx.size == 1 or not self.scorers:

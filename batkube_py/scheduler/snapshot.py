@@ -12,6 +12,8 @@ from kubernetes import client
 from batkube_py import quantities, translate
 from batkube_py.scheduler.podinfo import PodInfo
 
+UNLIMITED = np.iinfo(np.int64).max // 4  # room on a node that does not model a resource
+
 
 class InvariantViolation(AssertionError):
     """A node holds more than it can: a scheduler bug, never a workload problem."""
@@ -35,6 +37,18 @@ class NodeTable:
         self.nz_mem = np.zeros(n, dtype=np.int64)
         self.pod_count = np.zeros(n, dtype=np.int64)
         self.schedulable = np.ones(n, dtype=bool)
+        # What is left, kept alongside the sums so that the fit check is one comparison per resource;
+        # a node that models no memory has unlimited memory left.
+        self.free_cpu = self.alloc_cpu.copy()
+        self.free_mem = np.where(self.mem_limited, self.alloc_mem, UNLIMITED)
+        self.free_pods = self.alloc_pods.copy()
+        # Allocatable minus NonZeroRequested: the LeastAllocated numerators before the pod's share.
+        self.nz_free_cpu = self.alloc_cpu.copy()
+        self.nz_free_mem = self.alloc_mem.copy()
+        # Every node models cpu and memory (the usual case): scoring needs no per-node resource skips.
+        self.models_cpu_mem = bool(
+            n and (self.alloc_cpu > 0).all() and (self.alloc_mem > 0).all() and self.mem_limited.all()
+        )
         self.all = np.arange(n)
         self.labels: list[dict[str, str]] = [dict(nd.metadata.labels or {}) for nd in nodes]
         self.taints: list[list[client.V1Taint]] = [list(nd.spec.taints or []) for nd in nodes]
@@ -133,11 +147,23 @@ class NodeTable:
         return min(live) if live else None
 
     def _apply(self, i: int, pod: PodInfo, sign: int) -> None:
-        self.req_cpu[i] += sign * pod.milli_cpu
-        self.req_mem[i] += sign * pod.memory
-        self.nz_cpu[i] += sign * pod.nonzero_cpu
-        self.nz_mem[i] += sign * pod.nonzero_memory
+        cpu, mem, nz_cpu, nz_mem = (
+            sign * pod.milli_cpu,
+            sign * pod.memory,
+            sign * pod.nonzero_cpu,
+            sign * pod.nonzero_memory,
+        )
+        self.req_cpu[i] += cpu
+        self.req_mem[i] += mem
+        self.nz_cpu[i] += nz_cpu
+        self.nz_mem[i] += nz_mem
         self.pod_count[i] += sign
+        self.free_cpu[i] -= cpu
+        if self.mem_limited[i]:
+            self.free_mem[i] -= mem
+        self.free_pods[i] -= sign
+        self.nz_free_cpu[i] -= nz_cpu
+        self.nz_free_mem[i] -= nz_mem
         for r, q in pod.extended.items():
             col = self.req_ext.get(r)
             if col is not None:

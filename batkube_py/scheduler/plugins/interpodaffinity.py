@@ -65,6 +65,9 @@ class Terms:
     pref_anti: tuple[Term, ...]
 
 
+NO_TERMS = Terms((), (), (), ())
+
+
 def _term(owner: PodInfo, t: client.V1PodAffinityTerm, weight: int = 0) -> Term:
     if not t.namespaces and t.namespace_selector is None:
         namespaces = frozenset({owner.namespace})
@@ -82,6 +85,9 @@ def terms_of(pod: PodInfo) -> Terms:
     a = pod.pod.spec.affinity
     aff = a.pod_affinity if a is not None else None
     anti = a.pod_anti_affinity if a is not None else None
+    if aff is None and anti is None:
+        pod.cache["InterPodAffinity/terms"] = NO_TERMS
+        return NO_TERMS
 
     def req(x):
         return (

@@ -42,26 +42,19 @@ def fits(
     return ok & ((mem == 0) | ~mem_limited | (mem <= free_mem))
 
 
-def _least_cpu_memory(pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> np.ndarray | None:
-    """LeastAllocated for the default cpu:1/memory:1 on nodes modelling both, in place (the hot path).
-
-    max(alloc - requested, 0) gives upstream's 0 for requests over capacity. None where some node
-    lacks a resource: the general path then skips it per node.
-    """
-    a_cpu = nodes.alloc_cpu[idx]
-    a_mem = nodes.alloc_mem[idx]
-    if a_cpu.min(initial=1) <= 0 or a_mem.min(initial=1) <= 0 or not nodes.mem_limited[idx].all():
-        return None
-    s = a_cpu - nodes.nz_cpu[idx]
+def _least_cpu_memory(pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> np.ndarray:
+    """LeastAllocated for the default cpu:1/memory:1 on a table where every node models both (the hot
+    path), in place. max(…, 0) gives upstream's 0 for requests over capacity."""
+    s = nodes.nz_free_cpu[idx]
     s -= pod.nonzero_cpu
     np.maximum(s, 0, out=s)
     s *= MAX_NODE_SCORE
-    s //= a_cpu
-    m = a_mem - nodes.nz_mem[idx]
+    s //= nodes.alloc_cpu[idx]
+    m = nodes.nz_free_mem[idx]
     m -= pod.nonzero_memory
     np.maximum(m, 0, out=m)
     m *= MAX_NODE_SCORE
-    m //= a_mem
+    m //= nodes.alloc_mem[idx]
     s += m
     s //= 2
     return s
@@ -143,12 +136,20 @@ class NodeResourcesFit(Plugin):
                 masks[reason] = given
         return FilterResult(~bad_any, reasons, masks)
 
+    def feasible_mask(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> np.ndarray | None:
+        if pod.extended:
+            return super().feasible_mask(state, pod, nodes)
+        ok = nodes.free_pods > 0
+        if pod.milli_cpu > 0:
+            ok &= nodes.free_cpu >= pod.milli_cpu
+        if pod.memory > 0:
+            ok &= nodes.free_mem >= pod.memory
+        return ok
+
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> np.ndarray:
         """The strategy over NonZeroRequested (100m / 200Mi for a missing cpu/memory request)."""
-        if self._default_least:
-            fast = _least_cpu_memory(pod, nodes, idx)
-            if fast is not None:
-                return fast
+        if self._default_least and nodes.models_cpu_mem:
+            return _least_cpu_memory(pod, nodes, idx)
         cols = resourcescoring.columns(self.resources, pod, nodes, idx, nonzero=True)
         if self.strategy == "MostAllocated":
             return resourcescoring.most_allocated(cols, idx.size)
@@ -176,7 +177,7 @@ class BalancedAllocation(Plugin):
             return resourcescoring.balanced(cols, idx.size)
         cpu_alloc = nodes.alloc_cpu[idx]
         mem_alloc = nodes.alloc_mem[idx]
-        if cpu_alloc.min(initial=1) > 0 and mem_alloc.min(initial=1) > 0 and nodes.mem_limited[idx].all():
+        if nodes.models_cpu_mem:
             # Same float operations as below, in place: every node models both resources.
             f_cpu = (nodes.req_cpu[idx] + pod.milli_cpu) / cpu_alloc
             np.minimum(f_cpu, 1.0, out=f_cpu)

@@ -18,6 +18,9 @@ class NodeUnschedulable(Plugin):
     def events_to_register(self) -> frozenset[str]:
         return frozenset({NODE_ADD, NODE_UPDATE})
 
+    def feasible_mask(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> np.ndarray | None:
+        return None if nodes.schedulable.all() else nodes.schedulable
+
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> FilterResult:
         if nodes.schedulable.all():
             return PASS

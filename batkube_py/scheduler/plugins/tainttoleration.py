@@ -38,6 +38,9 @@ class TaintToleration(Plugin):
     def events_to_register(self) -> frozenset[str]:
         return frozenset({NODE_ADD, NODE_UPDATE})
 
+    def feasible_mask(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> np.ndarray | None:
+        return None if not nodes.tainted.any() else super().feasible_mask(state, pod, nodes)
+
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> FilterResult:
         if not nodes.tainted.any() or not nodes.tainted[idx].any():
             return PASS
