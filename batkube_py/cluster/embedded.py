@@ -81,7 +81,7 @@ class EmbeddedCluster:
     def set_nodes_schedulable(self, nodes: list[str], schedulable: bool, now: float) -> None:
         changed = [self.nodes.index[name] for name in nodes]
         for i in changed:
-            self.nodes.schedulable[i] = schedulable
+            self.nodes.set_schedulable(i, schedulable)
         self.queue.event(NODE_UPDATE, changed)
 
     def schedule(self, now: float) -> list[Binding]:

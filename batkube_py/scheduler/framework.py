@@ -150,7 +150,7 @@ class Profile:
             mask = plugin.feasible_mask(state, pod, nodes)
             if mask is not None:
                 ok = mask if ok is None else ok & mask
-        fits = nodes.all if ok is None else np.flatnonzero(ok)
+        fits = nodes.all if ok is None else ok.nonzero()[0]
         if fits.size == 0:
             return None
         n = len(nodes)
@@ -252,24 +252,26 @@ class Profile:
             return Decision(pod, None, 0, reasons, rejected, processed)
         if idx.size == 1 or not self.scorers:
             return Decision(pod, int(idx[0]), int(idx.size), reasons, rejected, processed)
-        total = np.zeros(idx.size, dtype=np.int64)
+        total = None
         per_plugin = {}
-        skipped = {p.name for p, _ in self.scorers if p.pre_score(state, pod, nodes, idx) == SKIP}
-        for plugin, weight in self.scorers:
-            if plugin.name in skipped:
+        for plugin, weight in self.scorers:  # each PreScore, then its Score: plugins share no state
+            if plugin.pre_score(state, pod, nodes, idx) == SKIP:
                 if explain:  # the same for every node, so it can change no choice: only shown
                     const = int(plugin.normalize(state, np.zeros(1, dtype=np.int64))[0]) * weight
-                    total += const
                     zeros = np.zeros(idx.size, dtype=np.int64)
+                    total = zeros + const if total is None else total + const
                     per_plugin[plugin.name] = (zeros, zeros + const // weight, weight)
                 continue
             raw = plugin.score(state, pod, nodes, idx)
             normalized = plugin.normalize(state, raw.copy() if explain else raw)
-            total += normalized * weight
+            weighted = normalized * weight if weight != 1 else normalized
+            total = weighted if total is None else total + weighted
             if explain:
                 per_plugin[plugin.name] = (raw, normalized, weight)
+        if total is None:
+            total = np.zeros(idx.size, dtype=np.int64)
         best = total.max()
-        ties = np.flatnonzero(total == best)
+        ties = (total == best).nonzero()[0]
         pick = ties[0] if ties.size == 1 else ties[self.rng.integers(ties.size)]
         decision = Decision(pod, int(idx[pick]), int(idx.size), reasons, rejected, processed)
         if explain:

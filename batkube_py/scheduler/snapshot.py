@@ -37,6 +37,7 @@ class NodeTable:
         self.nz_mem = np.zeros(n, dtype=np.int64)
         self.pod_count = np.zeros(n, dtype=np.int64)
         self.schedulable = np.ones(n, dtype=bool)
+        self.all_schedulable = True  # kept by set_schedulable: NodeUnschedulable's every-cycle question
         # What is left, kept alongside the sums so that the fit check is one comparison per resource;
         # a node that models no memory has unlimited memory left.
         self.free_cpu = self.alloc_cpu.copy()
@@ -45,6 +46,12 @@ class NodeTable:
         # Allocatable minus NonZeroRequested: the LeastAllocated numerators before the pod's share.
         self.nz_free_cpu = self.alloc_cpu.copy()
         self.nz_free_mem = self.alloc_mem.copy()
+        # Requests and allocatable as float64 (exact below 2^53) for BalancedAllocation's fractions,
+        # which would otherwise convert both integer columns on every cycle.
+        self.alloc_cpu_f = self.alloc_cpu.astype(np.float64)
+        self.alloc_mem_f = self.alloc_mem.astype(np.float64)
+        self.req_cpu_f = np.zeros(n)
+        self.req_mem_f = np.zeros(n)
         # Every node models cpu and memory (the usual case): scoring needs no per-node resource skips.
         self.models_cpu_mem = bool(
             n and (self.alloc_cpu > 0).all() and (self.alloc_mem > 0).all() and self.mem_limited.all()
@@ -58,6 +65,7 @@ class NodeTable:
         self._label_codes: dict[str, tuple[np.ndarray, dict[str, int]]] = {}
         self.labels_version = 0  # bumped on every label change: per-pod caches of node matches key on it
         self.tainted = np.array([bool(t) for t in self.taints], dtype=bool)
+        self.any_tainted = bool(self.tainted.any())
         self.taints_version = 0
         self._taint_sigs: tuple[np.ndarray, list[tuple[client.V1Taint, ...]]] | None = None
         # Extended resources (e.g. nvidia.com/gpu) as integer columns, one per name some node offers.
@@ -107,6 +115,7 @@ class NodeTable:
     def set_taints(self, i: int, taints: list[client.V1Taint]) -> None:
         self.taints[i] = list(taints)
         self.tainted[i] = bool(taints)
+        self.any_tainted = bool(self.tainted.any())
         self._taint_sigs = None
         self.taints_version += 1
 
@@ -133,6 +142,10 @@ class NodeTable:
 
     def __len__(self) -> int:
         return len(self.names)
+
+    def set_schedulable(self, i: int, schedulable: bool) -> None:
+        self.schedulable[i] = schedulable
+        self.all_schedulable = bool(self.schedulable.all())
 
     def free(self, idx: np.ndarray | int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return (
@@ -164,6 +177,8 @@ class NodeTable:
         self.free_pods[i] -= sign
         self.nz_free_cpu[i] -= nz_cpu
         self.nz_free_mem[i] -= nz_mem
+        self.req_cpu_f[i] = self.req_cpu[i]
+        self.req_mem_f[i] = self.req_mem[i]
         for r, q in pod.extended.items():
             col = self.req_ext.get(r)
             if col is not None:

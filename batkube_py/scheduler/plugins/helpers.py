@@ -68,7 +68,7 @@ def first_untolerated(
 
 def untolerated_mask(pod: PodInfo, nodes: NodeTable, effects: frozenset[str] = DO_NOT_SCHEDULE_EFFECTS):
     """Per node, whether some taint with one of `effects` is not tolerated (False everywhere if untainted)."""
-    if not nodes.tainted.any():
+    if not nodes.any_tainted:
         return np.zeros(len(nodes), dtype=bool)
     sig, sigs = nodes.taint_signatures()
     tolerations = pod.pod.spec.tolerations or []

@@ -175,13 +175,15 @@ class BalancedAllocation(Plugin):
         if not self._default:
             cols = resourcescoring.columns([(r, 1) for r in self.resources], pod, nodes, idx, nonzero=False)
             return resourcescoring.balanced(cols, idx.size)
-        cpu_alloc = nodes.alloc_cpu[idx]
-        mem_alloc = nodes.alloc_mem[idx]
         if nodes.models_cpu_mem:
             # Same float operations as below, in place: every node models both resources.
-            f_cpu = (nodes.req_cpu[idx] + pod.milli_cpu) / cpu_alloc
+            f_cpu = nodes.req_cpu_f[idx]
+            f_cpu += pod.milli_cpu
+            f_cpu /= nodes.alloc_cpu_f[idx]
             np.minimum(f_cpu, 1.0, out=f_cpu)
-            f_mem = (nodes.req_mem[idx] + pod.memory) / mem_alloc
+            f_mem = nodes.req_mem_f[idx]
+            f_mem += pod.memory
+            f_mem /= nodes.alloc_mem_f[idx]
             np.minimum(f_mem, 1.0, out=f_mem)
             f_cpu -= f_mem
             f_cpu /= 2
@@ -189,6 +191,8 @@ class BalancedAllocation(Plugin):
             np.subtract(1, f_cpu, out=f_cpu)
             f_cpu *= MAX_NODE_SCORE
             return f_cpu.astype(np.int64)
+        cpu_alloc = nodes.alloc_cpu[idx]
+        mem_alloc = nodes.alloc_mem[idx]
         cpu_use = cpu_alloc > 0
         mem_use = (mem_alloc > 0) & nodes.mem_limited[idx]
         f_cpu = np.minimum(1.0, (nodes.req_cpu[idx] + pod.milli_cpu) / np.where(cpu_use, cpu_alloc, 1))

@@ -19,10 +19,10 @@ class NodeUnschedulable(Plugin):
         return frozenset({NODE_ADD, NODE_UPDATE})
 
     def feasible_mask(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> np.ndarray | None:
-        return None if nodes.schedulable.all() else nodes.schedulable
+        return None if nodes.all_schedulable else nodes.schedulable
 
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> FilterResult:
-        if nodes.schedulable.all():
+        if nodes.all_schedulable:
             return PASS
         ok = nodes.schedulable[idx]
         bad = int(idx.size - ok.sum())

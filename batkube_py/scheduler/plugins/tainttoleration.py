@@ -1,7 +1,7 @@
 """TaintToleration: NoSchedule/NoExecute taints filter, PreferNoSchedule taints score (weight 3 by default).
 
 Nodes are grouped by their taint list (NodeTable.taint_signatures), so tolerations are checked once per
-distinct list; an untainted cluster costs one `any()` per cycle.
+distinct list; an untainted cluster costs one flag test per cycle.
 """
 
 from __future__ import annotations
@@ -39,10 +39,10 @@ class TaintToleration(Plugin):
         return frozenset({NODE_ADD, NODE_UPDATE})
 
     def feasible_mask(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> np.ndarray | None:
-        return None if not nodes.tainted.any() else super().feasible_mask(state, pod, nodes)
+        return None if not nodes.any_tainted else super().feasible_mask(state, pod, nodes)
 
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> FilterResult:
-        if not nodes.tainted.any() or not nodes.tainted[idx].any():
+        if not nodes.any_tainted or not nodes.tainted[idx].any():
             return PASS
         sig, sigs = nodes.taint_signatures()
         tolerations = pod.pod.spec.tolerations or []
@@ -60,7 +60,7 @@ class TaintToleration(Plugin):
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> str | None:
         """Only tolerations with effect PreferNoSchedule or none count, as upstream's PreScore keeps."""
-        if not nodes.tainted.any() or not nodes.tainted[idx].any():
+        if not nodes.any_tainted or not nodes.tainted[idx].any():
             state[_KEY] = None
             return SKIP
         sig, sigs = nodes.taint_signatures()
