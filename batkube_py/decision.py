@@ -58,6 +58,7 @@ class DecisionProcess:
         self._node_of_host: dict[int, str] = {}
         self._nodes: dict[str, client.V1Node] = {}
         self._alloc: dict[str, ProcSet] = {}  # node → its EXECUTE_JOB allocation
+        self._alloc_text: dict[str, str] = {}
         self._unavailable: set[str] = set()
         self._profiles: dict[str, dict[str, dict[str, Any]]] = {}
         self._jobs: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}  # active job → (job, profile)
@@ -125,6 +126,7 @@ class DecisionProcess:
         self._nodes = {n.metadata.name: n for n in nodes}
         self._node_of_host = {translate.resource_id(n): n.metadata.name for n in nodes}
         self._alloc = {n.metadata.name: translate.alloc_for(n) for n in nodes}
+        self._alloc_text = {name: str(alloc) for name, alloc in self._alloc.items()}
         if self.outputs is not None:
             self.outputs.nodes(nodes)
         try:
@@ -270,7 +272,7 @@ class DecisionProcess:
     def _execute(self, record: PodRecord, reply: Reply) -> None:
         record.start_time = self.now
         record.state = "Running"
-        reply.execute(record.job_id, self._alloc[record.node], 1)
+        reply.execute(record.job_id, self._alloc[record.node], 1, self._alloc_text[record.node])
 
     def _start_due(self, reply: Reply) -> None:
         while self._starting and self._starting[0][0] <= self.now:

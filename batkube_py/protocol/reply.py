@@ -59,10 +59,11 @@ class Reply:
         self._last = ts
         self._events.append((ts, kind, data))
 
-    def execute(self, job_id: str, alloc: ProcSet, res: int) -> None:
+    def execute(self, job_id: str, alloc: ProcSet, res: int, text: str | None = None) -> None:
+        """`text`: str(alloc) when the caller keeps it (formatting a ProcSet shows at 10,000 jobs)."""
         if len(alloc) != res or len(alloc) == 0:
             raise ReplyRuleError(f"job {job_id!r} needs {res} resource(s) but the allocation is {alloc}")
-        self._append(self.now, "EXECUTE_JOB", {"job_id": job_id, "alloc": str(alloc)})
+        self._append(self.now, "EXECUTE_JOB", {"job_id": job_id, "alloc": text or str(alloc)})
 
     def call_me_later(self, when: float) -> float | None:
         """Ask for a wake-up strictly after Batsim's clock, since Batsim aborts on any other.

@@ -17,6 +17,7 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -44,6 +45,7 @@ class QueueConfig:
         return min(self.pod_initial_backoff * 2 ** (attempts - 1), self.pod_max_backoff)
 
 
+@lru_cache(maxsize=4096)  # asked for the same backoff expiries on every pop while pods back off
 def _tick(t: float, period: float) -> float:
     """The first tick of a periodic loop (started at t=0) at or after t."""
     return math.ceil(round(t / period, 9)) * period

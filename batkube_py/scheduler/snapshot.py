@@ -56,6 +56,12 @@ class NodeTable:
         self.models_cpu_mem = bool(
             n and (self.alloc_cpu > 0).all() and (self.alloc_mem > 0).all() and self.mem_limited.all()
         )
+        # Identical nodes (the usual simulated cluster): scoring divides by one allocatable instead of
+        # gathering it per node, with the same results.
+        self.uniform_alloc: tuple[int, int] | None = None
+        if self.models_cpu_mem and (self.alloc_cpu == self.alloc_cpu[0]).all():
+            if (self.alloc_mem == self.alloc_mem[0]).all():
+                self.uniform_alloc = (int(self.alloc_cpu[0]), int(self.alloc_mem[0]))
         self.all = np.arange(n)
         self.labels: list[dict[str, str]] = [dict(nd.metadata.labels or {}) for nd in nodes]
         self.taints: list[list[client.V1Taint]] = [list(nd.spec.taints or []) for nd in nodes]

@@ -45,16 +45,17 @@ def fits(
 def _least_cpu_memory(pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> np.ndarray:
     """LeastAllocated for the default cpu:1/memory:1 on a table where every node models both (the hot
     path), in place. max(…, 0) gives upstream's 0 for requests over capacity."""
+    uniform = nodes.uniform_alloc
     s = nodes.nz_free_cpu[idx]
     s -= pod.nonzero_cpu
     np.maximum(s, 0, out=s)
     s *= MAX_NODE_SCORE
-    s //= nodes.alloc_cpu[idx]
+    s //= uniform[0] if uniform else nodes.alloc_cpu[idx]
     m = nodes.nz_free_mem[idx]
     m -= pod.nonzero_memory
     np.maximum(m, 0, out=m)
     m *= MAX_NODE_SCORE
-    m //= nodes.alloc_mem[idx]
+    m //= uniform[1] if uniform else nodes.alloc_mem[idx]
     s += m
     s //= 2
     return s
@@ -177,13 +178,14 @@ class BalancedAllocation(Plugin):
             return resourcescoring.balanced(cols, idx.size)
         if nodes.models_cpu_mem:
             # Same float operations as below, in place: every node models both resources.
+            uniform = nodes.uniform_alloc
             f_cpu = nodes.req_cpu_f[idx]
             f_cpu += pod.milli_cpu
-            f_cpu /= nodes.alloc_cpu_f[idx]
+            f_cpu /= float(uniform[0]) if uniform else nodes.alloc_cpu_f[idx]
             np.minimum(f_cpu, 1.0, out=f_cpu)
             f_mem = nodes.req_mem_f[idx]
             f_mem += pod.memory
-            f_mem /= nodes.alloc_mem_f[idx]
+            f_mem /= float(uniform[1]) if uniform else nodes.alloc_mem_f[idx]
             np.minimum(f_mem, 1.0, out=f_mem)
             f_cpu -= f_mem
             f_cpu /= 2
