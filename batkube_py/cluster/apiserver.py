@@ -54,6 +54,7 @@ class ApiServerCluster:
         )
         self.node_alloc = {n.metadata.name: quantities.allocatable(n.status.allocatable) for n in nodes}
         self.node_used: dict[str, list[int]] = {n: [0, 0, 0] for n in self.node_alloc}
+        self._empty_room = expedite.room(self.node_alloc, {n: [0, 0, 0] for n in self.node_alloc})
         self.requests: dict[str, tuple[int, int]] = {}
         self.priorities: dict[str, int] = {}
         self._left: set[str] = set()  # pods left in wall-clock backoff at this step (expedite.py)
@@ -121,8 +122,7 @@ class ApiServerCluster:
 
     def fits_empty_cluster(self, pod: client.V1Pod) -> str | None:
         cpu, mem = quantities.pod_requests(pod)
-        empty = expedite.room(self.node_alloc, {n: [0, 0, 0] for n in self.node_alloc})
-        if any(expedite.fits(expedite.Request(cpu, mem), f) for f in empty.values()):
+        if any(expedite.fits(expedite.Request(cpu, mem), f) for f in self._empty_room.values()):
             return None
         return f"requests cpu={cpu}m memory={mem}B exceed the allocatable resources of every node"
 

@@ -153,38 +153,41 @@ class Profile:
         fits = nodes.all if ok is None else ok.nonzero()[0]
         if fits.size == 0:
             return None
-        n = len(nodes)
-        want = num_feasible_nodes_to_find(n, self.percentage_of_nodes_to_score) if self.scorers else 1
-        s = self.next_start
-        k = int(np.searchsorted(fits, s)) if s else 0
-        if fits.size <= want:
-            idx = fits if k == 0 else np.concatenate((fits[k:], fits[:k]))
-            return idx, {}, frozenset(), n
-        idx = fits[k : k + want]
-        if idx.size < want:
-            idx = np.concatenate((idx, fits[: want - idx.size]))
-        processed = int((idx[-1] - s) % n) + 1
-        self.next_start = (s + processed) % n
+        n, want = len(nodes), self._want(len(nodes))
+        # the feasible nodes in rotation order from the start index, only as far as the cut needs them
+        k = int(np.searchsorted(fits, self.next_start)) if self.next_start else 0
+        head = fits[k : k + want]
+        if head.size < min(want, fits.size):
+            head = np.concatenate((head, fits[: min(want, fits.size) - head.size]))
+        idx, processed = self._cut(head, fits.size, n, want)
+        self.next_start = (self.next_start + processed) % n
         return idx, {}, frozenset(), processed
 
+    def _want(self, n: int) -> int:
+        return num_feasible_nodes_to_find(n, self.percentage_of_nodes_to_score) if self.scorers else 1
+
+    def _cut(self, head: np.ndarray, found: int, n: int, want: int) -> tuple[np.ndarray, int]:
+        """The first `want` of the `found` feasible nodes (`head`: at least those, in rotation order from
+        the start index) and how many nodes upstream went through to find them (all n if it found fewer)."""
+        if found <= want:
+            return head, n
+        head = head[:want]
+        return head, int((head[-1] - self.next_start) % n) + 1
+
     def _feasible(self, state: CycleState, pod: PodInfo, nodes: NodeTable):
-        n = len(nodes)
-        want = num_feasible_nodes_to_find(n, self.percentage_of_nodes_to_score) if self.scorers else 1
+        n, want = len(nodes), self._want(len(nodes))
         # Upstream filters from nextStartNodeIndex, in parallel, and stops after `want` feasible nodes;
         # the nodes it processed move the start index on, so every node gets its turn across pods.
         s = self.next_start
         idx = nodes.all if s == 0 else np.concatenate((nodes.all[s:], nodes.all[:s]))
         idx, reasons, rejected, levels = self._filter_chain(state, pod, nodes, idx)
-        processed = n
-        if idx.size > want:
-            last = idx[want - 1]
-            processed = int((last - self.next_start) % n) + 1
-            idx = idx[:want]
-            if reasons:  # nodes past the cut were never examined upstream: their rejections don't count
-                if all(r.masks is not None for _, _, r in levels):
-                    reasons, rejected = self._recount_masks(levels, n, processed)
-                else:
-                    reasons, rejected = self._recount(state, pod, nodes, processed)
+        found = idx.size
+        idx, processed = self._cut(idx, found, n, want)
+        if found > want and reasons:  # nodes past the cut were never examined upstream: uncounted
+            if all(r.masks is not None for _, _, r in levels):
+                reasons, rejected = self._recount_masks(levels, n, processed)
+            else:
+                reasons, rejected = self._recount(state, pod, nodes, processed)
         if n:
             self.next_start = (self.next_start + processed) % n
         return idx, reasons, frozenset(rejected), processed

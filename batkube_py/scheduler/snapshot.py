@@ -154,11 +154,7 @@ class NodeTable:
         self.all_schedulable = bool(self.schedulable.all())
 
     def free(self, idx: np.ndarray | int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        return (
-            self.alloc_cpu[idx] - self.req_cpu[idx],
-            self.alloc_mem[idx] - self.req_mem[idx],
-            self.alloc_pods[idx] - self.pod_count[idx],
-        )
+        return self.free_cpu[idx], self.free_mem[idx], self.free_pods[idx]
 
     def lowest_priority(self) -> int | None:
         """The lowest priority among placed pods (None if none): what preemption could ever evict."""
