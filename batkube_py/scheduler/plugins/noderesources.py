@@ -23,6 +23,11 @@ from batkube_py.scheduler.plugins import resourcescoring
 from batkube_py.scheduler.podinfo import PodInfo
 from batkube_py.scheduler.snapshot import NodeTable
 
+try:
+    from batkube_py.scheduler import _kernels
+except ImportError:  # installed without a C compiler: the numpy versions below do the same arithmetic
+    _kernels = None
+
 INSUFFICIENT_CPU = "Insufficient cpu"
 INSUFFICIENT_MEMORY = "Insufficient memory"
 TOO_MANY_PODS = "Too many pods"
@@ -44,7 +49,16 @@ def fits(
 
 def _least_cpu_memory(pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> np.ndarray:
     """LeastAllocated for the default cpu:1/memory:1 on a table where every node models both (the hot
-    path), in place. max(…, 0) gives upstream's 0 for requests over capacity."""
+    path). max(…, 0) gives upstream's 0 for requests over capacity."""
+    if _kernels is not None:
+        return _kernels.least_allocated(
+            nodes.nz_free_cpu, nodes.nz_free_mem, nodes.alloc_cpu, nodes.alloc_mem, idx,
+            pod.nonzero_cpu, pod.nonzero_memory,
+        )  # fmt: skip
+    return _least_cpu_memory_numpy(pod, nodes, idx)
+
+
+def _least_cpu_memory_numpy(pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> np.ndarray:
     uniform = nodes.uniform_alloc
     s = nodes.nz_free_cpu[idx]
     s -= pod.nonzero_cpu
@@ -59,6 +73,15 @@ def _least_cpu_memory(pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> np.nda
     s += m
     s //= 2
     return s
+
+
+def _fit_mask_numpy(pod: PodInfo, nodes: NodeTable) -> np.ndarray:
+    ok = nodes.free_pods > 0
+    if pod.milli_cpu > 0:
+        ok &= nodes.free_cpu >= pod.milli_cpu
+    if pod.memory > 0:
+        ok &= nodes.free_mem >= pod.memory
+    return ok
 
 
 class NodeResourcesFit(Plugin):
@@ -140,12 +163,10 @@ class NodeResourcesFit(Plugin):
     def feasible_mask(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> np.ndarray | None:
         if pod.extended:
             return super().feasible_mask(state, pod, nodes)
-        ok = nodes.free_pods > 0
-        if pod.milli_cpu > 0:
-            ok &= nodes.free_cpu >= pod.milli_cpu
-        if pod.memory > 0:
-            ok &= nodes.free_mem >= pod.memory
-        return ok
+        if _kernels is not None:
+            cpu, mem = pod.milli_cpu, pod.memory
+            return _kernels.fit_mask(nodes.free_cpu, nodes.free_mem, nodes.free_pods, cpu, mem)
+        return _fit_mask_numpy(pod, nodes)
 
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> np.ndarray:
         """The strategy over NonZeroRequested (100m / 200Mi for a missing cpu/memory request)."""
@@ -177,22 +198,12 @@ class BalancedAllocation(Plugin):
             cols = resourcescoring.columns([(r, 1) for r in self.resources], pod, nodes, idx, nonzero=False)
             return resourcescoring.balanced(cols, idx.size)
         if nodes.models_cpu_mem:
-            # Same float operations as below, in place: every node models both resources.
-            uniform = nodes.uniform_alloc
-            f_cpu = nodes.req_cpu_f[idx]
-            f_cpu += pod.milli_cpu
-            f_cpu /= float(uniform[0]) if uniform else nodes.alloc_cpu_f[idx]
-            np.minimum(f_cpu, 1.0, out=f_cpu)
-            f_mem = nodes.req_mem_f[idx]
-            f_mem += pod.memory
-            f_mem /= float(uniform[1]) if uniform else nodes.alloc_mem_f[idx]
-            np.minimum(f_mem, 1.0, out=f_mem)
-            f_cpu -= f_mem
-            f_cpu /= 2
-            np.abs(f_cpu, out=f_cpu)
-            np.subtract(1, f_cpu, out=f_cpu)
-            f_cpu *= MAX_NODE_SCORE
-            return f_cpu.astype(np.int64)
+            if _kernels is not None:
+                return _kernels.balanced_allocation(
+                    nodes.req_cpu_f, nodes.req_mem_f, nodes.alloc_cpu_f, nodes.alloc_mem_f, idx,
+                    pod.milli_cpu, pod.memory,
+                )  # fmt: skip
+            return _balanced_cpu_mem_numpy(pod, nodes, idx)
         cpu_alloc = nodes.alloc_cpu[idx]
         mem_alloc = nodes.alloc_mem[idx]
         cpu_use = cpu_alloc > 0
@@ -201,3 +212,22 @@ class BalancedAllocation(Plugin):
         f_mem = np.minimum(1.0, (nodes.req_mem[idx] + pod.memory) / np.where(mem_use, mem_alloc, 1))
         std = np.where(cpu_use & mem_use, np.abs((f_cpu - f_mem) / 2), 0.0)
         return ((1 - std) * MAX_NODE_SCORE).astype(np.int64)
+
+
+def _balanced_cpu_mem_numpy(pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> np.ndarray:
+    """BalancedAllocation's float operations, in place, for a table where every node models both."""
+    uniform = nodes.uniform_alloc
+    f_cpu = nodes.req_cpu_f[idx]
+    f_cpu += pod.milli_cpu
+    f_cpu /= float(uniform[0]) if uniform else nodes.alloc_cpu_f[idx]
+    np.minimum(f_cpu, 1.0, out=f_cpu)
+    f_mem = nodes.req_mem_f[idx]
+    f_mem += pod.memory
+    f_mem /= float(uniform[1]) if uniform else nodes.alloc_mem_f[idx]
+    np.minimum(f_mem, 1.0, out=f_mem)
+    f_cpu -= f_mem
+    f_cpu /= 2
+    np.abs(f_cpu, out=f_cpu)
+    np.subtract(1, f_cpu, out=f_cpu)
+    f_cpu *= MAX_NODE_SCORE
+    return f_cpu.astype(np.int64)

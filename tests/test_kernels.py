@@ -1,0 +1,78 @@
+"""The compiled loops give exactly what the numpy code they stand in for gives.
+
+Tables are filled by placing random pods (so every kept column is consistent), including pods over a
+node's capacity via reservations, zero requests, hosts without memory and nodes of different sizes.
+"""
+
+import numpy as np
+import pytest
+from test_plugins_common import pod, table
+
+from batkube_py.scheduler.plugins import noderesources
+
+kernels = noderesources._kernels
+
+CPUS = ["250m", "500m", "1", "2", "4", None]
+MEMS = ["64Mi", "256Mi", "1Gi", "4Gi", None]
+
+
+def test_the_kernels_are_built():
+    """`pip install` compiles them (a C compiler is needed); without them runs are ~2x slower."""
+    assert kernels is not None, "batkube_py.scheduler._kernels is missing: reinstall with a C compiler"
+
+
+def filled(seed: int, uniform: bool, memory: bool = True):
+    rng = np.random.default_rng(seed)
+    sizes = (
+        [("8", "32Gi")] * 60 if uniform else [(c, m) for c in ("4", "8", "16") for m in ("8Gi", "32Gi")] * 10
+    )
+    specs = [{"cpu": c, **({"memory": m} if memory else {}), "pods": "6"} for c, m in sizes]
+    nodes = table(*specs)
+    for k in range(420):
+        job = {"cpu": CPUS[rng.integers(len(CPUS))], "memory": MEMS[rng.integers(len(MEMS))]}
+        info = pod(f"p{k}", **{f: v for f, v in job.items() if v is not None})
+        i = int(rng.integers(len(nodes)))
+        if k >= 400:  # counted without fit checks, as nominated pods are: some columns go over capacity
+            nodes.reserve(i, info, +1)
+        elif noderesources._fit_mask_numpy(info, nodes)[i]:
+            nodes.assume(i, info)
+    return nodes, rng
+
+
+def probes():
+    yield pod("none")
+    for c in CPUS:
+        for m in MEMS:
+            yield pod("x", **{f: v for f, v in {"cpu": c, "memory": m}.items() if v is not None})
+    yield pod("big", cpu="64", memory="512Gi")
+
+
+@pytest.mark.parametrize("uniform", [True, False])
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_scores_equal_the_numpy_versions(seed, uniform):
+    assert kernels is not None
+    nodes, rng = filled(seed, uniform)
+    assert nodes.models_cpu_mem and (nodes.uniform_alloc is not None) == uniform
+    windows = [nodes.all, rng.permutation(nodes.all)[:17], np.concatenate((nodes.all[40:], nodes.all[:40]))]
+    checked = 0
+    for p in probes():
+        for idx in windows:
+            least = noderesources._least_cpu_memory(p, nodes, idx)
+            assert least.tolist() == noderesources._least_cpu_memory_numpy(p, nodes, idx).tolist()
+            bal = noderesources.BalancedAllocation().score(None, p, nodes, idx)
+            assert bal.tolist() == noderesources._balanced_cpu_mem_numpy(p, nodes, idx).tolist()
+            checked += int((least == 0).sum() > 0) + int(len(set(bal.tolist())) > 1)
+    assert checked > 10  # the tables do reach over-capacity nodes and varied balances
+
+
+@pytest.mark.parametrize("memory", [True, False])
+def test_fit_mask_equals_the_numpy_version(memory):
+    assert kernels is not None
+    nodes, _ = filled(7, uniform=False, memory=memory)
+    fit = noderesources.NodeResourcesFit()
+    seen = set()
+    for p in probes():
+        mask = fit.feasible_mask(None, p, nodes)
+        assert mask.dtype == bool and mask.tolist() == noderesources._fit_mask_numpy(p, nodes).tolist()
+        seen.add(int(mask.sum()))
+    assert len(seen) > 3 and 0 in seen
