@@ -35,7 +35,8 @@
       # The experiment runner needs batkube-py; outside `nix develop` it lives in a cached venv.
       runExperiment = pkgs: system: name: pkgs.writeShellApplication {
         name = "batkube-${name}";
-        runtimeInputs = [ (batsimFor system) pkgs.python311 pkgs.etcd_3_5 pkgs.kubernetes ];
+        # stdenv.cc: pip compiles the scheduler's Cython loops (without it the slower numpy code runs)
+        runtimeInputs = [ (batsimFor system) pkgs.python311 pkgs.stdenv.cc pkgs.etcd_3_5 pkgs.kubernetes ];
         text = ''
           venv="''${XDG_CACHE_HOME:-$HOME/.cache}/batkube-py/nix-venv"
           if [ ! -x "$venv/bin/batkube" ]; then
