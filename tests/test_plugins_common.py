@@ -10,7 +10,7 @@ from kubernetes import client
 
 from batkube_py import translate
 from batkube_py.protocol.models import Resource
-from batkube_py.scheduler.framework import CycleState, Plugin
+from batkube_py.scheduler.framework import SKIP, CycleState, Plugin
 from batkube_py.scheduler.podinfo import PodInfo, pod_info
 from batkube_py.scheduler.snapshot import NodeTable
 
@@ -42,7 +42,10 @@ def place(nodes: NodeTable, node: int, name: str, **job) -> PodInfo:
 def run_filter(plugin: Plugin, p: PodInfo, nodes: NodeTable):
     state = CycleState()
     why = plugin.pre_filter(state, p, nodes)
-    assert why is None, why
+    assert why in (None, SKIP), why
+    if why == SKIP:  # upstream does not run this Filter: every node passes it
+        assert plugin.filter(state, p, nodes, nodes.all).reasons == {}
+        return [True] * len(nodes), {}
     res = plugin.filter(state, p, nodes, nodes.all)
     feasible = [True] * len(nodes) if res.feasible is None else res.feasible.tolist()
     return feasible, res.reasons

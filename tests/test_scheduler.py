@@ -201,7 +201,9 @@ def test_reasons_recounted_from_masks_equal_filtering_the_examined_nodes_again(m
         out = []
         for start in (0, 17, 250):
             profile.next_start = start
-            idx, reasons, rejected, processed = profile._feasible(CycleState(), probe, table)
+            state = CycleState()
+            assert profile.pre_filter(state, probe, table) is None
+            idx, reasons, rejected, processed = profile._feasible(state, probe, table)
             out.append((idx.tolist(), reasons, rejected, processed))
         return out
 
@@ -292,3 +294,37 @@ def test_identical_nodes_score_as_if_each_allocatable_were_gathered():
         table.uniform_alloc = (8000, 32 * 2**30)
         assert [u.tolist() for u in uniform] == [g.tolist() for g in gathered]
         assert len(set(uniform[0].tolist())) > 1  # the nodes really differ
+
+
+def test_prefilter_skip_leaves_out_the_filters_with_nothing_to_check():
+    """Upstream's PreFilter Skip: NodeAffinity, PodTopologySpread and InterPodAffinity have no Filter work
+    for a pod without selectors, constraints or pod affinity, and are not run; any of those brings its
+    plugin back."""
+    from batkube_py.scheduler.config import build_profiles, default_config
+    from batkube_py.scheduler.framework import CycleState
+
+    profile = build_profiles(default_config(), 0)[0]
+    table = NodeTable(
+        nodes({"cpu": "4", "memory": "8Gi", "zone": "a"}, {"cpu": "4", "memory": "8Gi", "zone": "b"})
+    )
+
+    def run(**fields):
+        p = translate.pod_from_job(
+            "j", {"res": 1, "profile": "p", **fields}, {"type": "delay", "delay": 1}, "j"
+        )
+        state = CycleState()
+        assert profile.pre_filter(state, pod_info(p, "j", 0, 0), table) is None
+        return {f.name for f in profile.filters} - {f.name for f in state.filters}
+
+    assert run() == {"NodeAffinity", "PodTopologySpread", "InterPodAffinity"}
+    assert run(nodeSelector={"zone": "a"}) == {"PodTopologySpread", "InterPodAffinity"}
+    spread = [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}]
+    assert run(topologySpreadConstraints=spread) == {"NodeAffinity", "InterPodAffinity"}
+    anti = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "zone"}
+            ]
+        }
+    }
+    assert run(affinity=anti) == {"NodeAffinity", "PodTopologySpread"}

@@ -33,13 +33,19 @@ NODE_ADD = "Node/Add"
 NODE_UPDATE = "Node/Update"  # labels, taints, schedulability or allocatable changed
 
 
-# What a PreScore returns when the plugin has nothing to score for this pod (upstream's Skip status):
-# every node then gets the normalised score of 0, without calling Score.
+# What a PreFilter or PreScore returns when the plugin has nothing to do for this pod (upstream's Skip
+# status): its Filter is not run, or every node gets the normalised score of 0 without calling Score.
 SKIP = "Skip"
 
 
 class CycleState(dict):
-    """Per-cycle scratch space shared by one pod's extension points, keyed by plugin name."""
+    """Per-cycle scratch space shared by one pod's extension points, keyed by plugin name.
+
+    `filters` holds the Filter plugins this cycle runs: the profile's, less those whose PreFilter said
+    SKIP (upstream's SkipFilterPlugins).
+    """
+
+    filters: list[Plugin]
 
 
 @dataclass
@@ -68,7 +74,8 @@ class Plugin:
         return frozenset()
 
     def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> str | None:
-        """None to go on; a reason to declare the pod unschedulable on every node at once."""
+        """None to go on; SKIP when its Filter has nothing to check for this pod; a reason to declare the
+        pod unschedulable on every node at once."""
         return None
 
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> FilterResult:
@@ -136,6 +143,8 @@ class Profile:
                 if p not in seen:
                     seen.append(p)
             self.pre_filters = seen
+        # only plugins with a PreFilter of their own: the base one has nothing to say
+        self._pre_filtering = [p for p in self.pre_filters if type(p).pre_filter is not Plugin.pre_filter]
 
     def _feasible_quick(self, state: CycleState, pod: PodInfo, nodes: NodeTable):
         """_feasible when the reasons will not be read (no decision record, some node fits).
@@ -146,7 +155,7 @@ class Profile:
         _feasible to count the reasons.
         """
         ok = None
-        for plugin in self.filters:
+        for plugin in state.filters:
             mask = plugin.feasible_mask(state, pod, nodes)
             if mask is not None:
                 ok = mask if ok is None else ok & mask
@@ -210,7 +219,7 @@ class Profile:
         reasons: dict[str, int] = {}
         rejected: set[str] = set()
         levels = []  # (plugin name, nodes given, result) of the filters that rejected something
-        for plugin in self.filters:
+        for plugin in state.filters:
             if idx.size == 0:
                 break
             result = plugin.filter(state, pod, nodes, idx)
@@ -231,23 +240,28 @@ class Profile:
     def diagnose(self, pod: PodInfo, nodes: NodeTable) -> tuple[int, dict[str, int]]:
         """Feasible node count and rejection reasons over every node, leaving no trace (no RNG draw)."""
         state = CycleState()
-        if (stop := self._pre_filter(state, pod, nodes)) is not None:
+        if (stop := self.pre_filter(state, pod, nodes)) is not None:
             return 0, {stop[1]: len(nodes)}
         idx, reasons, _, _ = self._filter_chain(state, pod, nodes, nodes.all)
         return int(idx.size), reasons
 
-    def _pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> tuple[str, str] | None:
-        """(plugin, reason) of the first PreFilter that rules the pod out everywhere, else None."""
-        for plugin in self.pre_filters:
+    def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> tuple[str, str] | None:
+        """(plugin, reason) of the first PreFilter that rules the pod out everywhere, else None, with
+        `state.filters` set to the filters left to run."""
+        skipped = []
+        for plugin in self._pre_filtering:
             why = plugin.pre_filter(state, pod, nodes)
-            if why is not None:
+            if why == SKIP:
+                skipped.append(plugin)
+            elif why is not None:
                 return plugin.name, why
+        state.filters = [p for p in self.filters if p not in skipped] if skipped else self.filters
         return None
 
     def schedule_one(self, pod: PodInfo, nodes: NodeTable, explain: bool = False) -> Decision:
         """One cycle; `explain` also ranks the best nodes, which only the decision record needs."""
         state = CycleState()
-        if (stop := self._pre_filter(state, pod, nodes)) is not None:
+        if (stop := self.pre_filter(state, pod, nodes)) is not None:
             return Decision(pod, None, 0, {stop[1]: len(nodes)}, frozenset({stop[0]}))
         quick = None if explain else self._feasible_quick(state, pod, nodes)
         idx, reasons, rejected, processed = quick or self._feasible(state, pod, nodes)

@@ -35,11 +35,10 @@ def _more_important_first(pods: list[PodInfo]) -> list[PodInfo]:
 
 def _fits_on(profile: Profile, pod: PodInfo, nodes: NodeTable, i: int) -> bool:
     state = CycleState()
-    for plugin in profile.pre_filters:
-        if plugin.pre_filter(state, pod, nodes) is not None:
-            return False
+    if profile.pre_filter(state, pod, nodes) is not None:
+        return False
     idx = np.array([i])
-    for plugin in profile.filters:
+    for plugin in state.filters:
         if plugin.filter(state, pod, nodes, idx).keep(idx).size == 0:
             return False
     return True

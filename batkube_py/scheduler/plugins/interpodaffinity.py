@@ -147,7 +147,7 @@ class InterPodAffinity(Plugin):
                     existing[(t.key, labels[t.key])] += 1
         if not existing and not terms.req_aff and not terms.req_anti:
             state[_FILTER] = None
-            return None
+            return SKIP
         aff: dict[tuple[str, str], int] = defaultdict(int)
         anti: dict[tuple[str, str], int] = defaultdict(int)
         if terms.req_aff or terms.req_anti:

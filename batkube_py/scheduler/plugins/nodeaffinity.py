@@ -64,12 +64,13 @@ class NodeAffinity(Plugin):
         return c[2]
 
     def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> str | None:
-        """Terms that each pin metadata.name with In but to disjoint sets can match no node at all."""
+        """Terms that each pin metadata.name with In but to disjoint sets can match no node at all; SKIP
+        when neither the pod nor the plugin's args require anything of nodes."""
         a = pod.pod.spec.affinity
         na = a.node_affinity if a is not None else None
         req = na.required_during_scheduling_ignored_during_execution if na is not None else None
         if req is None:
-            return None
+            return SKIP if self._added_required is None and not pod.pod.spec.node_selector else None
         names: set[str] | None = None
         for t in req.node_selector_terms or []:
             term_names: set[str] | None = None

@@ -164,7 +164,7 @@ class PodTopologySpread(Plugin):
         cons = self.constraints(pod, "DoNotSchedule")
         if not cons:
             state[_FILTER] = None
-            return None
+            return SKIP
         has_all = np.ones(len(nodes), dtype=bool)
         for c in cons:
             has_all &= nodes.label_codes(c.key)[0] >= 0
