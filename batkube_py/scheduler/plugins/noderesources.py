@@ -75,6 +75,13 @@ def _least_cpu_memory_numpy(pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> 
     return s
 
 
+def _fit_mask(pod: PodInfo, nodes: NodeTable) -> np.ndarray:
+    """fit.go's verdict on every node for cpu, memory and pod slots (no extended resources)."""
+    if _kernels is not None:
+        return _kernels.fit_mask(nodes.free_cpu, nodes.free_mem, nodes.free_pods, pod.milli_cpu, pod.memory)
+    return _fit_mask_numpy(pod, nodes)
+
+
 def _fit_mask_numpy(pod: PodInfo, nodes: NodeTable) -> np.ndarray:
     ok = nodes.free_pods > 0
     if pod.milli_cpu > 0:
@@ -163,10 +170,7 @@ class NodeResourcesFit(Plugin):
     def feasible_mask(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> np.ndarray | None:
         if pod.extended:
             return super().feasible_mask(state, pod, nodes)
-        if _kernels is not None:
-            cpu, mem = pod.milli_cpu, pod.memory
-            return _kernels.fit_mask(nodes.free_cpu, nodes.free_mem, nodes.free_pods, cpu, mem)
-        return _fit_mask_numpy(pod, nodes)
+        return _fit_mask(pod, nodes)
 
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> np.ndarray:
         """The strategy over NonZeroRequested (100m / 200Mi for a missing cpu/memory request)."""
@@ -198,12 +202,7 @@ class BalancedAllocation(Plugin):
             cols = resourcescoring.columns([(r, 1) for r in self.resources], pod, nodes, idx, nonzero=False)
             return resourcescoring.balanced(cols, idx.size)
         if nodes.models_cpu_mem:
-            if _kernels is not None:
-                return _kernels.balanced_allocation(
-                    nodes.req_cpu_f, nodes.req_mem_f, nodes.alloc_cpu_f, nodes.alloc_mem_f, idx,
-                    pod.milli_cpu, pod.memory,
-                )  # fmt: skip
-            return _balanced_cpu_mem_numpy(pod, nodes, idx)
+            return _balanced_cpu_mem(pod, nodes, idx)
         cpu_alloc = nodes.alloc_cpu[idx]
         mem_alloc = nodes.alloc_mem[idx]
         cpu_use = cpu_alloc > 0
@@ -214,8 +213,18 @@ class BalancedAllocation(Plugin):
         return ((1 - std) * MAX_NODE_SCORE).astype(np.int64)
 
 
+def _balanced_cpu_mem(pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> np.ndarray:
+    """BalancedAllocation for cpu and memory on a table where every node models both (the hot path)."""
+    if _kernels is not None:
+        return _kernels.balanced_allocation(
+            nodes.req_cpu_f, nodes.req_mem_f, nodes.alloc_cpu_f, nodes.alloc_mem_f, idx,
+            pod.milli_cpu, pod.memory,
+        )  # fmt: skip
+    return _balanced_cpu_mem_numpy(pod, nodes, idx)
+
+
 def _balanced_cpu_mem_numpy(pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> np.ndarray:
-    """BalancedAllocation's float operations, in place, for a table where every node models both."""
+    """The same float operations, in place."""
     uniform = nodes.uniform_alloc
     f_cpu = nodes.req_cpu_f[idx]
     f_cpu += pod.milli_cpu
