@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import compileall
+import importlib.util
 import os
 import socket
 import statistics
@@ -23,6 +24,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT.parent / "shared" / "bench"
+KERNELS = "batkube_py.scheduler._kernels"
 
 
 def free_port() -> int:
@@ -87,6 +89,8 @@ def main() -> None:
     by = {n: [r for r in rows if r[0] == n] for n in ("fcfs_baseline", "batkube serve")}
     mean = {n: sum(r[1] for r in v) / len(v) for n, v in by.items()}
     print(f"peer: {args.batsim}\nworkload: {args.workload.name} on {args.platform.name}")
+    loops = "compiled" if importlib.util.find_spec(KERNELS) else "numpy (no C compiler at install)"
+    print(f"scheduler loops: {loops}")
     print(f"ratio batkube/fcfs wall time: {mean['batkube serve'] / mean['fcfs_baseline']:.2f}x")
     if len(ratios) > 1:  # each pair ran back to back: its ratio is the least disturbed by the machine
         print(

@@ -27,7 +27,12 @@ from batkube_py import translate
 from batkube_py.cluster.embedded import EmbeddedCluster
 from batkube_py.protocol.models import Resource
 from batkube_py.scheduler.framework import Profile
-from batkube_py.scheduler.plugins import BalancedAllocation, NodeResourcesFit, NodeUnschedulable
+from batkube_py.scheduler.plugins import (
+    BalancedAllocation,
+    NodeResourcesFit,
+    NodeUnschedulable,
+    noderesources,
+)
 
 
 def make_nodes(n: int) -> list[client.V1Node]:
@@ -106,12 +111,15 @@ def main() -> None:
     ap.add_argument("--affinity", action="store_true")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--minimal", action="store_true", help="the pre-issue-3 three-plugin profile instead")
+    ap.add_argument("--no-kernels", action="store_true", help="the numpy code instead of the compiled loops")
     args = ap.parse_args()
+    if args.no_kernels:
+        noderesources._kernels = None
     what = (
         "minimal profile"
         if args.minimal
         else "default profile" + (", affinity pods" if args.affinity else "")
-    )
+    ) + (", compiled loops" if noderesources._kernels is not None else ", numpy loops")
     for n in (int(x) for x in args.nodes.split(",")):
         runs = [run(n, args.pods, args.affinity, args.minimal) for _ in range(args.repeat)]
         wall, cpu = max(r[0] for r in runs), max(r[1] for r in runs)
