@@ -1,4 +1,4 @@
-"""The compiled loops give exactly what the numpy code they stand in for gives.
+"""The compiled loops give exactly what the plugins' general numpy code gives (their fallback).
 
 Tables are filled by placing random pods (so every kept column is consistent), including pods over a
 node's capacity via reservations, zero requests, hosts without memory and nodes of different sizes.
@@ -12,12 +12,21 @@ from batkube_py.scheduler.plugins import noderesources
 
 kernels = noderesources._kernels
 
+
+def both(monkeypatch, method, *args):
+    """`method(None, *args)` with the compiled loops, then with the numpy code."""
+    with_loops = method(None, *args)
+    with monkeypatch.context() as m:
+        m.setattr(noderesources, "_kernels", None)
+        return with_loops, method(None, *args)
+
+
 CPUS = ["250m", "500m", "1", "2", "4", None]
 MEMS = ["64Mi", "256Mi", "1Gi", "4Gi", None]
 
 
 def test_the_kernels_are_built():
-    """`pip install` compiles them (a C compiler is needed); without them runs are ~2x slower."""
+    """`pip install` compiles them (a C compiler is needed); without them cycles are slower."""
     assert kernels is not None, "batkube_py.scheduler._kernels is missing: reinstall with a C compiler"
 
 
@@ -34,7 +43,7 @@ def filled(seed: int, uniform: bool, memory: bool = True):
         i = int(rng.integers(len(nodes)))
         if k >= 400:  # counted without fit checks, as nominated pods are: some columns go over capacity
             nodes.reserve(i, info, +1)
-        elif noderesources._fit_mask_numpy(info, nodes)[i]:
+        elif noderesources.NodeResourcesFit().feasible_mask(None, info, nodes)[i]:
             nodes.assume(i, info)
     return nodes, rng
 
@@ -49,30 +58,31 @@ def probes():
 
 @pytest.mark.parametrize("uniform", [True, False])
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_scores_equal_the_numpy_versions(seed, uniform):
+def test_scores_equal_the_numpy_versions(monkeypatch, seed, uniform):
     assert kernels is not None
     nodes, rng = filled(seed, uniform)
-    assert nodes.models_cpu_mem and (nodes.uniform_alloc is not None) == uniform
+    assert nodes.models_cpu_mem and (len(set(nodes.alloc_cpu.tolist())) == 1) == uniform
     windows = [nodes.all, rng.permutation(nodes.all)[:17], np.concatenate((nodes.all[40:], nodes.all[:40]))]
+    fit, balanced = noderesources.NodeResourcesFit(), noderesources.BalancedAllocation()
     checked = 0
     for p in probes():
         for idx in windows:
-            least = noderesources._least_cpu_memory(p, nodes, idx)
-            assert least.tolist() == noderesources._least_cpu_memory_numpy(p, nodes, idx).tolist()
-            bal = noderesources.BalancedAllocation().score(None, p, nodes, idx)
-            assert bal.tolist() == noderesources._balanced_cpu_mem_numpy(p, nodes, idx).tolist()
+            least, least_np = both(monkeypatch, fit.score, p, nodes, idx)
+            assert least.tolist() == least_np.tolist()
+            bal, bal_np = both(monkeypatch, balanced.score, p, nodes, idx)
+            assert bal.tolist() == bal_np.tolist()
             checked += int((least == 0).sum() > 0) + int(len(set(bal.tolist())) > 1)
     assert checked > 10  # the tables do reach over-capacity nodes and varied balances
 
 
 @pytest.mark.parametrize("memory", [True, False])
-def test_fit_mask_equals_the_numpy_version(memory):
+def test_fit_mask_equals_the_numpy_version(monkeypatch, memory):
     assert kernels is not None
     nodes, _ = filled(7, uniform=False, memory=memory)
     fit = noderesources.NodeResourcesFit()
     seen = set()
     for p in probes():
-        mask = fit.feasible_mask(None, p, nodes)
-        assert mask.dtype == bool and mask.tolist() == noderesources._fit_mask_numpy(p, nodes).tolist()
+        mask, mask_np = both(monkeypatch, fit.feasible_mask, p, nodes)
+        assert mask.dtype == bool and mask.tolist() == mask_np.tolist()
         seen.add(int(mask.sum()))
     assert len(seen) > 3 and 0 in seen

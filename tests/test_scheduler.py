@@ -270,32 +270,6 @@ def test_quick_feasibility_picks_what_the_exact_path_picks(tmp_path):
     assert 300 < len(placed[0]) < 900 and clusters[0].pending() > 0  # some full, some free cycles
 
 
-def test_identical_nodes_score_as_if_each_allocatable_were_gathered():
-    """A cluster of identical nodes divides by one allocatable: scores must not move by a unit."""
-    rng = np.random.default_rng(5)
-    table = NodeTable(nodes(*({"cpu": "8", "memory": "32Gi"} for _ in range(50))))
-    assert table.uniform_alloc == (8000, 32 * 2**30)
-    for i in range(50):
-        for k in range(int(rng.integers(0, 4))):
-            p = pod(f"f{i}-{k}", str(rng.choice(["250m", "1", "1.5"])), str(rng.choice(["100Mi", "3Gi"])))
-            table.assume(i, pod_info(p, "x", 0, 0))
-    idx = rng.permutation(50)[:37]
-    for cpu, mem in (("700m", "1500Mi"), ("2", "5Gi"), (None, None)):
-        probe = pod_info(pod("probe", cpu, mem), "probe", 0, 1)
-        uniform = [
-            NodeResourcesFit().score(None, probe, table, idx),
-            BalancedAllocation().score(None, probe, table, idx),
-        ]
-        table.uniform_alloc = None
-        gathered = [
-            NodeResourcesFit().score(None, probe, table, idx),
-            BalancedAllocation().score(None, probe, table, idx),
-        ]
-        table.uniform_alloc = (8000, 32 * 2**30)
-        assert [u.tolist() for u in uniform] == [g.tolist() for g in gathered]
-        assert len(set(uniform[0].tolist())) > 1  # the nodes really differ
-
-
 def test_prefilter_skip_leaves_out_the_filters_with_nothing_to_check():
     """Upstream's PreFilter Skip: NodeAffinity, PodTopologySpread and InterPodAffinity have no Filter work
     for a pod without selectors, constraints or pod affinity, and are not run; any of those brings its

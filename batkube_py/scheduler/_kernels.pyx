@@ -3,8 +3,8 @@
 
 At a thousand nodes each numpy step of a cycle costs about its call overhead, and these steps are a
 dozen numpy calls each; one loop apiece does the same integer (and, for BalancedAllocation, float)
-arithmetic in the same order, so the results are identical — tests/test_kernels.py holds every loop to
-the numpy version it stands in for, which stays the reference and the fallback.
+arithmetic, so the results are identical — tests/test_kernels.py holds every loop to the plugins'
+general numpy code, which stays the reference and the fallback.
 """
 
 import numpy as np
@@ -30,19 +30,20 @@ def fit_mask(
 
 
 def least_allocated(
-    const int64_t[::1] nz_free_cpu, const int64_t[::1] nz_free_mem,
+    const int64_t[::1] nz_cpu, const int64_t[::1] nz_mem,
     const int64_t[::1] alloc_cpu, const int64_t[::1] alloc_mem,
     const Py_ssize_t[:] idx, int64_t nonzero_cpu, int64_t nonzero_memory,
 ):
-    """LeastAllocated with cpu:1, memory:1 on nodes that all model both (allocatable > 0)."""
+    """LeastAllocated with cpu:1, memory:1 on NonZeroRequested, on nodes that all model both (allocatable
+    > 0): ((alloc - requested) × 100 // alloc, 0 when over) per resource, then their mean, floored."""
     cdef Py_ssize_t j, i, n = idx.shape[0]
     cdef int64_t c, m
     out = np.empty(n, dtype=np.int64)
     cdef int64_t[::1] s = out
     for j in range(n):
         i = idx[j]
-        c = nz_free_cpu[i] - nonzero_cpu
-        m = nz_free_mem[i] - nonzero_memory
+        c = alloc_cpu[i] - nz_cpu[i] - nonzero_cpu
+        m = alloc_mem[i] - nz_mem[i] - nonzero_memory
         c = c * 100 // alloc_cpu[i] if c > 0 else 0
         m = m * 100 // alloc_mem[i] if m > 0 else 0
         s[j] = (c + m) // 2
@@ -50,19 +51,20 @@ def least_allocated(
 
 
 def balanced_allocation(
-    const double[::1] req_cpu, const double[::1] req_mem,
-    const double[::1] alloc_cpu, const double[::1] alloc_mem,
-    const Py_ssize_t[:] idx, double cpu, double memory,
+    const int64_t[::1] req_cpu, const int64_t[::1] req_mem,
+    const int64_t[::1] alloc_cpu, const int64_t[::1] alloc_mem,
+    const Py_ssize_t[:] idx, int64_t cpu, int64_t memory,
 ):
-    """BalancedAllocation for cpu and memory on nodes that all model both: (1 - |f_cpu - f_mem| / 2) × 100."""
+    """BalancedAllocation for cpu and memory on nodes that all model both: (1 - |f_cpu - f_mem| / 2) × 100,
+    each fraction (requested + the pod's) / allocatable in float64, capped at 1."""
     cdef Py_ssize_t j, i, n = idx.shape[0]
     cdef double fc, fm, d
     out = np.empty(n, dtype=np.int64)
     cdef int64_t[::1] s = out
     for j in range(n):
         i = idx[j]
-        fc = (req_cpu[i] + cpu) / alloc_cpu[i]
-        fm = (req_mem[i] + memory) / alloc_mem[i]
+        fc = <double>(req_cpu[i] + cpu) / <double>alloc_cpu[i]
+        fm = <double>(req_mem[i] + memory) / <double>alloc_mem[i]
         if fc > 1.0:
             fc = 1.0
         if fm > 1.0:

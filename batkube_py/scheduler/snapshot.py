@@ -43,25 +43,10 @@ class NodeTable:
         self.free_cpu = self.alloc_cpu.copy()
         self.free_mem = np.where(self.mem_limited, self.alloc_mem, UNLIMITED)
         self.free_pods = self.alloc_pods.copy()
-        # Allocatable minus NonZeroRequested: the LeastAllocated numerators before the pod's share.
-        self.nz_free_cpu = self.alloc_cpu.copy()
-        self.nz_free_mem = self.alloc_mem.copy()
-        # Requests and allocatable as float64 (exact below 2^53) for BalancedAllocation's fractions,
-        # which would otherwise convert both integer columns on every cycle.
-        self.alloc_cpu_f = self.alloc_cpu.astype(np.float64)
-        self.alloc_mem_f = self.alloc_mem.astype(np.float64)
-        self.req_cpu_f = np.zeros(n)
-        self.req_mem_f = np.zeros(n)
         # Every node models cpu and memory (the usual case): scoring needs no per-node resource skips.
         self.models_cpu_mem = bool(
             n and (self.alloc_cpu > 0).all() and (self.alloc_mem > 0).all() and self.mem_limited.all()
         )
-        # Identical nodes (the usual simulated cluster): scoring divides by one allocatable instead of
-        # gathering it per node, with the same results.
-        self.uniform_alloc: tuple[int, int] | None = None
-        if self.models_cpu_mem and (self.alloc_cpu == self.alloc_cpu[0]).all():
-            if (self.alloc_mem == self.alloc_mem[0]).all():
-                self.uniform_alloc = (int(self.alloc_cpu[0]), int(self.alloc_mem[0]))
         self.all = np.arange(n)
         self.labels: list[dict[str, str]] = [dict(nd.metadata.labels or {}) for nd in nodes]
         self.taints: list[list[client.V1Taint]] = [list(nd.spec.taints or []) for nd in nodes]
@@ -162,25 +147,16 @@ class NodeTable:
         return min(live) if live else None
 
     def _apply(self, i: int, pod: PodInfo, sign: int) -> None:
-        cpu, mem, nz_cpu, nz_mem = (
-            sign * pod.milli_cpu,
-            sign * pod.memory,
-            sign * pod.nonzero_cpu,
-            sign * pod.nonzero_memory,
-        )
+        cpu, mem = sign * pod.milli_cpu, sign * pod.memory
         self.req_cpu[i] += cpu
         self.req_mem[i] += mem
-        self.nz_cpu[i] += nz_cpu
-        self.nz_mem[i] += nz_mem
+        self.nz_cpu[i] += sign * pod.nonzero_cpu
+        self.nz_mem[i] += sign * pod.nonzero_memory
         self.pod_count[i] += sign
         self.free_cpu[i] -= cpu
         if self.mem_limited[i]:
             self.free_mem[i] -= mem
         self.free_pods[i] -= sign
-        self.nz_free_cpu[i] -= nz_cpu
-        self.nz_free_mem[i] -= nz_mem
-        self.req_cpu_f[i] = self.req_cpu[i]
-        self.req_mem_f[i] = self.req_mem[i]
         for r, q in pod.extended.items():
             col = self.req_ext.get(r)
             if col is not None:

@@ -25,7 +25,7 @@ from batkube_py.scheduler.snapshot import NodeTable
 
 try:
     from batkube_py.scheduler import _kernels
-except ImportError:  # installed without a C compiler: the numpy versions below do the same arithmetic
+except ImportError:  # installed without a C compiler: the general numpy code below runs instead
     _kernels = None
 
 INSUFFICIENT_CPU = "Insufficient cpu"
@@ -45,50 +45,6 @@ def fits(
     ok = free_pods >= 1
     ok = ok & ((cpu == 0) | (cpu <= free_cpu))
     return ok & ((mem == 0) | ~mem_limited | (mem <= free_mem))
-
-
-def _least_cpu_memory(pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> np.ndarray:
-    """LeastAllocated for the default cpu:1/memory:1 on a table where every node models both (the hot
-    path). max(…, 0) gives upstream's 0 for requests over capacity."""
-    if _kernels is not None:
-        return _kernels.least_allocated(
-            nodes.nz_free_cpu, nodes.nz_free_mem, nodes.alloc_cpu, nodes.alloc_mem, idx,
-            pod.nonzero_cpu, pod.nonzero_memory,
-        )  # fmt: skip
-    return _least_cpu_memory_numpy(pod, nodes, idx)
-
-
-def _least_cpu_memory_numpy(pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> np.ndarray:
-    uniform = nodes.uniform_alloc
-    s = nodes.nz_free_cpu[idx]
-    s -= pod.nonzero_cpu
-    np.maximum(s, 0, out=s)
-    s *= MAX_NODE_SCORE
-    s //= uniform[0] if uniform else nodes.alloc_cpu[idx]
-    m = nodes.nz_free_mem[idx]
-    m -= pod.nonzero_memory
-    np.maximum(m, 0, out=m)
-    m *= MAX_NODE_SCORE
-    m //= uniform[1] if uniform else nodes.alloc_mem[idx]
-    s += m
-    s //= 2
-    return s
-
-
-def _fit_mask(pod: PodInfo, nodes: NodeTable) -> np.ndarray:
-    """fit.go's verdict on every node for cpu, memory and pod slots (no extended resources)."""
-    if _kernels is not None:
-        return _kernels.fit_mask(nodes.free_cpu, nodes.free_mem, nodes.free_pods, pod.milli_cpu, pod.memory)
-    return _fit_mask_numpy(pod, nodes)
-
-
-def _fit_mask_numpy(pod: PodInfo, nodes: NodeTable) -> np.ndarray:
-    ok = nodes.free_pods > 0
-    if pod.milli_cpu > 0:
-        ok &= nodes.free_cpu >= pod.milli_cpu
-    if pod.memory > 0:
-        ok &= nodes.free_mem >= pod.memory
-    return ok
 
 
 class NodeResourcesFit(Plugin):
@@ -170,12 +126,21 @@ class NodeResourcesFit(Plugin):
     def feasible_mask(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> np.ndarray | None:
         if pod.extended:
             return super().feasible_mask(state, pod, nodes)
-        return _fit_mask(pod, nodes)
+        if _kernels is not None:
+            return _kernels.fit_mask(
+                nodes.free_cpu, nodes.free_mem, nodes.free_pods, pod.milli_cpu, pod.memory
+            )
+        return fits(
+            pod.milli_cpu, pod.memory, nodes.free_cpu, nodes.free_mem, nodes.free_pods, nodes.mem_limited
+        )
 
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> np.ndarray:
         """The strategy over NonZeroRequested (100m / 200Mi for a missing cpu/memory request)."""
-        if self._default_least and nodes.models_cpu_mem:
-            return _least_cpu_memory(pod, nodes, idx)
+        if self._default_least and nodes.models_cpu_mem and _kernels is not None:
+            return _kernels.least_allocated(
+                nodes.nz_cpu, nodes.nz_mem, nodes.alloc_cpu, nodes.alloc_mem, idx,
+                pod.nonzero_cpu, pod.nonzero_memory,
+            )  # fmt: skip
         cols = resourcescoring.columns(self.resources, pod, nodes, idx, nonzero=True)
         if self.strategy == "MostAllocated":
             return resourcescoring.most_allocated(cols, idx.size)
@@ -201,8 +166,10 @@ class BalancedAllocation(Plugin):
         if not self._default:
             cols = resourcescoring.columns([(r, 1) for r in self.resources], pod, nodes, idx, nonzero=False)
             return resourcescoring.balanced(cols, idx.size)
-        if nodes.models_cpu_mem:
-            return _balanced_cpu_mem(pod, nodes, idx)
+        if nodes.models_cpu_mem and _kernels is not None:
+            return _kernels.balanced_allocation(
+                nodes.req_cpu, nodes.req_mem, nodes.alloc_cpu, nodes.alloc_mem, idx, pod.milli_cpu, pod.memory
+            )
         cpu_alloc = nodes.alloc_cpu[idx]
         mem_alloc = nodes.alloc_mem[idx]
         cpu_use = cpu_alloc > 0
@@ -211,32 +178,3 @@ class BalancedAllocation(Plugin):
         f_mem = np.minimum(1.0, (nodes.req_mem[idx] + pod.memory) / np.where(mem_use, mem_alloc, 1))
         std = np.where(cpu_use & mem_use, np.abs((f_cpu - f_mem) / 2), 0.0)
         return ((1 - std) * MAX_NODE_SCORE).astype(np.int64)
-
-
-def _balanced_cpu_mem(pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> np.ndarray:
-    """BalancedAllocation for cpu and memory on a table where every node models both (the hot path)."""
-    if _kernels is not None:
-        return _kernels.balanced_allocation(
-            nodes.req_cpu_f, nodes.req_mem_f, nodes.alloc_cpu_f, nodes.alloc_mem_f, idx,
-            pod.milli_cpu, pod.memory,
-        )  # fmt: skip
-    return _balanced_cpu_mem_numpy(pod, nodes, idx)
-
-
-def _balanced_cpu_mem_numpy(pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> np.ndarray:
-    """The same float operations, in place."""
-    uniform = nodes.uniform_alloc
-    f_cpu = nodes.req_cpu_f[idx]
-    f_cpu += pod.milli_cpu
-    f_cpu /= float(uniform[0]) if uniform else nodes.alloc_cpu_f[idx]
-    np.minimum(f_cpu, 1.0, out=f_cpu)
-    f_mem = nodes.req_mem_f[idx]
-    f_mem += pod.memory
-    f_mem /= float(uniform[1]) if uniform else nodes.alloc_mem_f[idx]
-    np.minimum(f_mem, 1.0, out=f_mem)
-    f_cpu -= f_mem
-    f_cpu /= 2
-    np.abs(f_cpu, out=f_cpu)
-    np.subtract(1, f_cpu, out=f_cpu)
-    f_cpu *= MAX_NODE_SCORE
-    return f_cpu.astype(np.int64)
