@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from batsim_double import BatsimDouble
+
+from batkube_py.batsim_double import BatsimDouble
 
 PLATFORM = Path(__file__).resolve().parents[2] / "shared" / "batsim" / "transcripts" / "a_4hosts_6delays"
 PLATFORM_XML = str(PLATFORM / "platform.xml")
@@ -88,7 +89,7 @@ def test_config_flags_in_simulation_begins(tmp_path: Path) -> None:
 
 
 def test_cli_flags_reach_the_double() -> None:
-    from batsim_double.cli import parse_args
+    from batkube_py.batsim_double.cli import parse_args
 
     a = parse_args(
         ["-p", "x", "--enable-dynamic-jobs", "--acknowledge-dynamic-jobs", "--enable-profile-reuse"]

@@ -60,7 +60,8 @@ def test_python_m_entry_point(tmp_path: Path) -> None:
     dp = subprocess.Popen([sys.executable, str(SHARED / "bench" / "fcfs_baseline.py"), "--no-log",
                            "--endpoint", endpoint], stderr=subprocess.PIPE)
     try:
-        res = subprocess.run([sys.executable, "-m", "batsim_double", "-p", str(case / "platform.xml"), "-w",
+        res = subprocess.run([sys.executable, "-m", "batkube_py.batsim_double", "-p",
+                              str(case / "platform.xml"), "-w",
                               str(case / "workload.json"), "-e", str(tmp_path / "out"), "-s", endpoint,
                               "--some-unknown-flag"], capture_output=True, text=True, timeout=60,
                              cwd=str(TESTS))

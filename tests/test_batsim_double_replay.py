@@ -14,7 +14,8 @@ import json
 from pathlib import Path
 
 import pytest
-from batsim_double import BatsimDouble
+
+from batkube_py.batsim_double import BatsimDouble
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 TR = SHARED / "batsim" / "transcripts"

@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
-from batsim_double import BatsimDouble
 from procset import ProcSet
 
+from batkube_py.batsim_double import BatsimDouble
 from batkube_py.cluster.embedded import EmbeddedCluster
 from batkube_py.decision import DecisionProcess
 from batkube_py.protocol.models import RejectJob
