@@ -85,7 +85,9 @@ def _embedded_options(f):
 @click.option("--workload", "-w", type=_file, required=True, help="Batsim JSON workload.")
 @click.option("--out", "-o", type=_path, required=True, help="Run directory for every output.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the scheduler's tie-breaking.")
-@click.option("--batsim", default=None, help="Batsim executable (default: `batsim` on PATH).")
+@click.option("--batsim", default=None,
+              help="Batsim executable, or `double` for the packaged Batsim 4.2.1 double "
+              "(default: `batsim` on PATH, else the double).")
 @click.option("--batsim-arg", "batsim_args", multiple=True, help="Extra argument for Batsim (repeatable).")
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: when on a terminal).")
 @_embedded_options

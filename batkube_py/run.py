@@ -35,13 +35,6 @@ from batkube_py.startup import LatencySpecError, StartupLatency, parse_latency
 
 log = logging.getLogger(__name__)
 
-BATSIM_HELP = (
-    "Batsim 4.2.1 was not found on PATH. Get it from nix (kapack): "
-    "`nix develop` in this repository, or `nix-shell -A batsim https://github.com/oar-team/nur-kapack/"
-    "archive/master.tar.gz`, then run again (or pass --batsim /path/to/batsim)."
-)
-
-
 class RunError(RuntimeError):
     pass
 
@@ -84,11 +77,23 @@ def _latency(spec: str | None, seed: int) -> StartupLatency | None:
         raise RunError(str(exc)) from None
 
 
-def find_batsim(batsim: str | None) -> str:
+DOUBLE = "double"  # --batsim double: the packaged Batsim 4.2.1 double (batsim-double)
+
+
+def find_batsim(batsim: str | None) -> list[str]:
+    """The command that starts Batsim: the one given, else `batsim` on PATH, else the packaged double.
+
+    Users without real Batsim (it is not installable from the package registries) still get a run, and
+    are told which simulator produced it."""
+    if batsim == DOUBLE or (batsim is None and shutil.which("batsim") is None):
+        if batsim is None:
+            sys.stderr.write("batkube: no `batsim` on PATH, simulating with batkube-py's Batsim 4.2.1 double "
+                             "(batsim-double; see docs/batsim_double.md)\n")
+        return [sys.executable, "-m", "batkube_py.batsim_double"]
     path = shutil.which(batsim or "batsim")
     if path is None:
-        raise RunError(BATSIM_HELP if batsim is None else f"--batsim {batsim!r} is not an executable")
-    return str(Path(path).resolve())
+        raise RunError(f"--batsim {batsim!r} is not an executable (or pass --batsim double)")
+    return [str(Path(path).resolve())]
 
 
 def count_jobs(workload: Path) -> int:
@@ -173,7 +178,7 @@ def run(cfg: RunConfig, backend_factory: BackendFactory | None = None) -> dict[s
     process = DecisionProcess(backend_factory, outputs, startup)
     endpoint = Endpoint("tcp://127.0.0.1:*")
     cmd = [
-        batsim, "-p", str(cfg.platform.resolve()), "-w", str(cfg.workload.resolve()),
+        *batsim, "-p", str(cfg.platform.resolve()), "-w", str(cfg.workload.resolve()),
         "-e", str((cfg.out / "out").resolve()), "-s", endpoint.address, "--enable-compute-sharing",
         "--enable-dynamic-jobs", "--acknowledge-dynamic-jobs",
         *cfg.batsim_args,
@@ -187,7 +192,7 @@ def run(cfg: RunConfig, backend_factory: BackendFactory | None = None) -> dict[s
         except OSError as exc:
             endpoint.close()
             outputs.close()
-            raise RunError(f"cannot start Batsim ({batsim}): {exc.strerror}") from None
+            raise RunError(f"cannot start Batsim ({batsim[0]}): {exc.strerror}") from None
         bar, update = _progress(cfg.progress, total)
         try:
             with bar:

@@ -86,7 +86,7 @@ def test_unschedulable_and_unrepresentable_jobs_are_rejected_and_the_run_ends(tm
     assert "huge" in rejected and "exceed" in rejected and "res" in rejected
 
 
-def test_missing_batsim_says_how_to_get_it(tmp_path, monkeypatch):
+def test_missing_batsim_runs_the_double_and_says_so(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))
     result = CliRunner().invoke(
         main,
@@ -100,8 +100,9 @@ def test_missing_batsim_says_how_to_get_it(tmp_path, monkeypatch):
             str(tmp_path / "o"),
         ],
     )
-    assert result.exit_code == 1
-    assert "Batsim 4.2.1 was not found" in result.output and "nix" in result.output
+    assert result.exit_code == 0, result.output
+    assert "no `batsim` on PATH" in result.output and "double" in result.output
+    assert "batkube_py.batsim_double" in (tmp_path / "o" / "batsim_cmdline.txt").read_text()
 
 
 def test_bad_workload_file_is_named(tmp_path):
