@@ -35,6 +35,7 @@ from batkube_py.startup import LatencySpecError, StartupLatency, parse_latency
 
 log = logging.getLogger(__name__)
 
+
 class RunError(RuntimeError):
     pass
 
