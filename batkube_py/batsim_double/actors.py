@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
+from numpy import longdouble
+
 from .errors import BatsimAbort
 from .jsonfmt import fmt_g
 from .protocol import apply_reply
@@ -27,15 +29,15 @@ def job_submitter(ctx: Context, wl_index: int) -> G:
     name = f"{wl.name}_submitter"
     k = ctx.k
     yield ("put", "server", ("SUBMITTER_HELLO", name, "JOB"))
-    current = k.now
+    current = longdouble(k.now)
     to_send: list[Job] = []
-    for job in sorted(wl.jobs, key=lambda j: (j.subtime, j.order)):
+    for job in sorted(wl.jobs, key=lambda j: (j.subtime, j.id)):  # job_comparator_subtime_number
         if job.subtime > current:
             if to_send:
                 yield ("put", "server", ("JOB_SUBMITTED", to_send))
                 to_send = []
-            yield ("sleep", k.now + (job.subtime - current))
-            current = k.now
+            yield ("sleep_for", float(longdouble(job.subtime) - current))
+            current = longdouble(k.now)
         to_send.append(job)
     if to_send:
         yield ("put", "server", ("JOB_SUBMITTED", to_send))
@@ -46,7 +48,7 @@ def event_submitter(ctx: Context, events: list[dict[str, Any]]) -> G:
     """external_event_submitter_process: same batching scheme as the job submitter."""
     k = ctx.k
     yield ("put", "server", ("SUBMITTER_HELLO", "events_submitter", "EVENT"))
-    current = k.now
+    current = longdouble(k.now)
     batch: list[dict[str, Any]] = []
     for ev in sorted(events, key=lambda e: float(e["timestamp"])):
         ts = float(ev["timestamp"])
@@ -54,8 +56,8 @@ def event_submitter(ctx: Context, events: list[dict[str, Any]]) -> G:
             if batch:
                 yield ("put", "server", ("EVENT_OCCURRED", batch))
                 batch = []
-            yield ("sleep", k.now + (ts - current))
-            current = k.now
+            yield ("sleep_for", float(longdouble(ts) - current))
+            current = longdouble(k.now)
         batch.append(ev)
     if batch:
         yield ("put", "server", ("EVENT_OCCURRED", batch))
@@ -71,10 +73,18 @@ def request_reply(ctx: Context, text: str) -> G:
 
 
 def waiter(ctx: Context, target: float) -> G:
+    """waiter_process: sleeps the difference (at least 1e-5 s), so it wakes where the clock sums lead."""
     k = ctx.k
-    ctx.log("jobs_execution", f"Sleeping {fmt_g(target - k.now)} seconds to reach time {fmt_g(target)}")
-    yield ("sleep", target)
-    ctx.log("jobs_execution", "Sleeping done")
+    if k.now < target:
+        wait = max(target - k.now, 1e-5)
+        ctx.log("jobs_execution", f"Sleeping {fmt_g(wait)} seconds to reach time {fmt_g(target)}")
+        yield ("sleep_for", wait)
+        ctx.log("jobs_execution", "Sleeping done")
+    else:
+        ctx.log("jobs_execution", f"Time {fmt_g(target)} is already reached, skipping sleep")
+    if ctx.end_sent or ctx.ack_received:
+        ctx.log("jobs_execution", "Simulation have finished. Thus, NOT sending WAITING_DONE to the server.")
+        return
     yield ("put", "server", ("WAITING_DONE",))
 
 
@@ -84,20 +94,19 @@ def _delay_of(job: Job) -> float:
 
 def job_process(ctx: Context, job: Job) -> G:
     """execute_job_process for delay / parallel_homogeneous profiles."""
-    k = ctx.k
     ptype = job.profile_data.get("type")
     ret = int(job.profile_data.get("ret", 0))
     walltime = job.walltime
     if ptype == "delay":
         delay = _delay_of(job)
-        if walltime > 0 and delay > walltime:
+        if not (walltime < 0 or delay < walltime):  # do_delay_task
             ctx.log("jobs_execution", "Sleeping until walltime")
-            yield ("sleep", k.now + walltime)
+            yield ("sleep_for", walltime)
             ctx.log("jobs_execution", "Job has reached walltime")
             timed_out = True
         else:
             ctx.log("jobs_execution", "Sleeping the whole task length")
-            yield ("sleep", k.now + delay)
+            yield ("sleep_for", delay)
             ctx.log("jobs_execution", "Sleeping done")
             timed_out = False
     elif ptype in ("parallel_homogeneous", "parallel_homogeneous_total"):
@@ -138,7 +147,7 @@ def killer(ctx: Context, job_ids: list[str]) -> G:
             continue
         actor = ctx.job_actors.get(jid)
         if actor is not None:
-            k.kill(actor)
+            yield ("kill", actor)
         ctx.ptasks.cancel(jid)
         elapsed = k.now - job.start
         if job.profile_data.get("type") == "delay":

@@ -58,7 +58,8 @@ class BatsimDouble:
                           dynamic_jobs=dynamic_jobs, ack_dynamic_jobs=ack_dynamic_jobs,
                           profile_reuse=profile_reuse, log_level=log_level, log_stream=log_stream)
         self.platform = Platform(platform_path)
-        self.kernel = Kernel(self.platform.latency)
+        pf = self.platform
+        self.kernel = Kernel(pf.route, pf.surf_precision, pf.maxmin_precision)
         workloads = []
         for i, path in enumerate(workload_paths):
             wl = load_workload(path, f"w{i}")

@@ -102,6 +102,7 @@ def parse_register_job(ctx: Context, idx: int, data: Any) -> tuple[Any, ...]:
         f"Invalid JSON message: in event {idx} (REGISTER_JOB): ['data']['job'] should be an object",
         P,
     )
+    _register_job(ctx, jid, job)
     return ("REGISTER_JOB", jid, job)
 
 
@@ -126,6 +127,7 @@ def parse_register_profile(ctx: Context, idx: int, data: Any) -> tuple[Any, ...]
         f"Invalid JSON message: in event {idx} (REGISTER_PROFILE): ['data']['profile'] should be an object",
         P,
     )
+    _register_profile(ctx, wl, name, profile)  # the reader adds it, as it does jobs
     return ("REGISTER_PROFILE", wl, name, profile)
 
 
@@ -138,7 +140,10 @@ def find_workload(ctx: Context, name: str) -> Workload | None:
 
 
 def on_register_profile(ctx: Context, msg: tuple[Any, ...]) -> None:
-    _, wl_name, name, profile = msg
+    pass
+
+
+def _register_profile(ctx: Context, wl_name: str, name: str, profile: dict[str, Any]) -> None:
     wl = find_workload(ctx, wl_name)
     if wl is None:
         wl = Workload(wl_name, "dynamic", [], {})
@@ -212,9 +217,9 @@ def job_from_json(ctx: Context, jid: str, raw: dict[str, Any], wl: Workload) -> 
     )
 
 
-def on_register_job(ctx: Context, msg: tuple[Any, ...]) -> None:
-    _, jid, raw = msg
-    ctx.counters.submitted += 1
+def _register_job(ctx: Context, jid: str, raw: Any) -> None:
+    """JsonProtocolReader::handle_register_job adds the job to its workload while the reply is read, so a
+    later event of the same reply can already use it."""
     wl_name = split_job_identifier(jid)[0]
     wl = find_workload(ctx, wl_name)
     check(wl is not None, f"Internal error: Workload '{wl_name}' should exist.", S)
@@ -233,6 +238,12 @@ def on_register_job(ctx: Context, msg: tuple[Any, ...]) -> None:
     ctx.jobs[jid] = job
     ctx.met.add(jid)
     job.state = "SUBMITTED"
+
+
+def on_register_job(ctx: Context, msg: tuple[Any, ...]) -> None:
+    _, jid, _raw = msg
+    job = ctx.jobs[jid]
+    ctx.counters.submitted += 1
     if ctx.options.ack_dynamic_jobs:
         data = f'{{"job_id":{jsonfmt.dumps(jid)},"job":{job.json_text}'
         if ctx.options.forward_profiles:
@@ -241,5 +252,4 @@ def on_register_job(ctx: Context, msg: tuple[Any, ...]) -> None:
 
 
 def on_notify(ctx: Context, msg: tuple[Any, ...]) -> None:
-    """END_DYNAMIC_REGISTER / CONTINUE_DYNAMIC_REGISTER: accepted even without --enable-dynamic-jobs."""
-    ctx.registration_finished = msg[1] == "registration_finished"
+    """END_DYNAMIC_REGISTER / CONTINUE_DYNAMIC_REGISTER: the reader already switched the flag."""

@@ -1,160 +1,463 @@
-"""A tiny SimGrid-like actor kernel (generators + a timer heap).
+"""A small re-creation of SimGrid 3.32's engine under Batsim 4.2.1 (EngineImpl + the ptask_L07 model).
 
-Batsim's timestamps come from the interleaving of its SimGrid actors (server,
-submitters, request-reply, waiters, jobs) exchanging rendez-vous messages whose
-transfer lasts the route latency.  Re-creating that interleaving, instead of
-hard-coding offsets, is what makes the double match the transcripts for any
-platform.  Rules (checked against the transcripts):
-  * a put/get pair is matched in FIFO order; the transfer starts at matching time;
-  * on completion both sides wake, the one that blocked first runs first;
-  * newly created actors run after the already-runnable ones;
-  * timers at the same date fire in creation order, all before actors run.
+Batsim groups events into messages by when its server finds its mailbox empty, so the double has to
+reproduce *when* each actor runs, down to SimGrid's sub-rounds and numerical precision:
+
+* Rounds: every ready actor runs until it issues a simcall; then the simcalls are handled in the order
+  the actors ran; then the activities that ended are posted (waking their actors, in the order the model
+  finished them). When nobody is ready, the model is solved: the clock jumps to the next action end.
+* Answered simcalls (isend, irecv, actor creation, kill) cost one sub-round; a created actor is queued
+  before its creator. A `put` is isend + wait, a `get` is irecv + wait (s4u::Mailbox).
+* Batsim's host model is L07 (`host/model:ptask_L07`): every sleep, comm and ptask is one action of one
+  model, kept in creation order. A 1-byte message pays its route's latency, then 1 / (bandwidth share)
+  seconds (fair-bottleneck sharing), so a master-to-master message over the implicit loopback link takes
+  1e-10 s. Sleeps end when their max duration drops below surf/precision (1e-9 s) — which is why jobs
+  started a few loopback messages apart may or may not end in the same round.
 """
 
 from __future__ import annotations
 
-import heapq
 from collections import deque
 from collections.abc import Callable, Generator
 from typing import Any
 
+import numpy as np
+
 Gen = Generator[tuple[Any, ...], Any, None]
-EPS = 1e-9
+NO_MAX_DURATION = -1.0
+TCP_GAMMA = 4194304.0
+DBL_MAX = 1.7976931348623157e308
+
+
+def double_update(value: float, delta: float, precision: float) -> float:
+    value -= delta
+    return 0.0 if value < precision else value
+
+
+class Link:
+    """A link constraint: bandwidth bound, latency, and whether flows share it (FATPIPE does not)."""
+
+    __slots__ = ("name", "bandwidth", "latency", "fatpipe")
+
+    def __init__(self, name: str, bandwidth: float, latency: float, fatpipe: bool = False) -> None:
+        self.name, self.bandwidth, self.latency, self.fatpipe = name, bandwidth, latency, fatpipe
+
+
+class Action:
+    __slots__ = ("latency", "remains", "max_duration", "penalty", "suspended", "rate", "bound", "links",
+                 "route_latency", "post", "alive")
+
+    def __init__(self, post: Callable[[], None]) -> None:
+        self.latency = 0.0
+        self.remains = 1.0
+        self.max_duration = NO_MAX_DURATION
+        self.penalty = 1.0
+        self.suspended = False
+        self.rate = 0.0
+        self.bound = -1.0
+        self.links: tuple[Link, ...] = ()
+        self.route_latency = 0.0
+        self.post = post
+        self.alive = True
+
+    def update_bound(self) -> None:
+        if self.route_latency > 0 and self.latency <= 0.0:
+            self.bound = TCP_GAMMA / (2.0 * self.route_latency)
+
+
+class Model:
+    """The L07 host model: one ordered set of started actions, a fair-bottleneck solver, full updates.
+
+    Sleeps (and the double's ptask timers) only count their max duration down; they are kept in numpy
+    columns so that a step costs one vector subtraction however many jobs sleep (same IEEE arithmetic
+    as SimGrid's loop, action by action). Finished actions are posted in creation order, as SimGrid's
+    started-set walk finishes them."""
+
+    def __init__(self, surf_precision: float, maxmin_precision: float) -> None:
+        self.surf_precision = surf_precision
+        self.maxmin_precision = maxmin_precision
+        self.started: dict[int, Action] = {}
+        self.finished: deque[Action] = deque()
+        self._seq = 0
+        self._md = np.full(1024, np.inf)
+        self._sseq = np.zeros(1024, dtype=np.int64)
+        self._sleepers: list[Action | None] = []
+
+    def add(self, action: Action) -> Action:
+        self._seq += 1
+        action.alive = self._seq  # type: ignore[assignment]
+        if action.penalty == 0.0 and action.suspended and action.max_duration >= 0 and not action.links:
+            n = len(self._sleepers)
+            if n == len(self._md):
+                self._compact()
+                n = len(self._sleepers)
+                if n * 2 > len(self._md):
+                    self._md = np.concatenate([self._md, np.full(len(self._md), np.inf)])
+                    self._sseq = np.concatenate([self._sseq, np.zeros(len(self._sseq), dtype=np.int64)])
+            self._md[n] = action.max_duration
+            self._sseq[n] = self._seq
+            self._sleepers.append(action)
+            action.rate = -float(n + 1)  # slot marker (a sleeper's rate is 0 in the solver)
+        else:
+            self.started[self._seq] = action
+        return action
+
+    def _compact(self) -> None:
+        keep = [i for i, a in enumerate(self._sleepers) if a is not None]
+        n = len(keep)
+        self._md[:n] = self._md[keep]
+        self._sseq[:n] = self._sseq[keep]
+        self._md[n:] = np.inf
+        self._sleepers = [self._sleepers[i] for i in keep]
+        for i, a in enumerate(self._sleepers):
+            a.rate = -float(i + 1)  # type: ignore[union-attr]
+
+    def cancel(self, action: Action) -> None:
+        if action.rate < 0:
+            slot = int(-action.rate) - 1
+            self._md[slot] = np.inf
+            self._sleepers[slot] = None
+        else:
+            self.started.pop(action.alive, None)  # type: ignore[call-overload]
+
+    def _solve(self) -> None:
+        """FairBottleneck::do_solve for link constraints (cpu elements of comms weigh 0)."""
+        saturated: list[Action] = []
+        for a in self.started.values():
+            a.rate = 0.0
+            if a.penalty > 0.0:
+                if a.links:
+                    saturated.append(a)
+                else:
+                    a.rate = 1.0
+        if not saturated:
+            return
+        users: dict[Link, list[Action]] = {}
+        for a in saturated:
+            for link in a.links:
+                users.setdefault(link, []).append(a)
+        remaining = {link: link.bandwidth for link in users}
+        cnsts = list(users)
+        live = set(map(id, saturated))
+        while saturated:
+            usage: dict[Link, float] = {}
+            kept = []
+            for c in cnsts:
+                nb = sum(1 for a in users[c] if id(a) in live)
+                if nb and c.fatpipe:
+                    nb = 1
+                if nb == 0:
+                    remaining[c] = 0.0
+                else:
+                    usage[c] = remaining[c] / nb
+                    kept.append(c)
+            cnsts = kept
+            mu: dict[int, float] = {}
+            for a in list(saturated):
+                inc = DBL_MAX
+                for link in a.links:
+                    if link in usage:
+                        inc = min(inc, usage[link])
+                if a.bound > 0:
+                    inc = min(inc, a.bound - a.rate)
+                mu[id(a)] = inc
+                a.rate += inc
+                if a.rate == a.bound:
+                    saturated.remove(a)
+                    live.discard(id(a))
+            kept = []
+            for c in cnsts:
+                if not c.fatpipe:
+                    for a in users[c]:
+                        remaining[c] = double_update(remaining[c], mu.get(id(a), 0.0), self.maxmin_precision)
+                else:
+                    u = usage[c]
+                    for a in users[c]:
+                        u = min(u, mu.get(id(a), 0.0))
+                    remaining[c] = double_update(remaining[c], u, self.maxmin_precision)
+                if remaining[c] <= 0.0:
+                    for a in users[c]:
+                        if id(a) in live:
+                            live.discard(id(a))
+                            saturated.remove(a)
+                else:
+                    kept.append(c)
+            cnsts = kept
+            for a in saturated:
+                mu[id(a)] = 0.0
+
+    def next_event(self) -> float:
+        self._solve()
+        low = -1.0
+        for a in self.started.values():
+            if a.rate > 0:
+                value = a.remains / a.rate if a.remains > 0 else 0.0
+                if low < 0 or value < low:
+                    low = value
+            if a.max_duration >= 0 and (low < 0 or a.max_duration < low):
+                low = a.max_duration
+        for a in self.started.values():
+            if a.latency > 0 and (low < 0 or a.latency < low):
+                low = a.latency
+        n = len(self._sleepers)
+        if n:
+            m = float(self._md[:n].min())
+            if m != np.inf and (low < 0 or m < low):
+                low = m
+        return low
+
+    def update(self, delta: float) -> None:
+        surf, done = self.surf_precision, []
+        for key, a in self.started.items():
+            if a.latency > 0:
+                a.latency = double_update(a.latency, delta, surf) if a.latency > delta else 0.0
+                if a.latency <= 0.0 and not a.suspended:
+                    a.update_bound()
+                    a.penalty = 1.0
+            a.remains = double_update(a.remains, a.rate * delta, self.maxmin_precision * surf)
+            if a.max_duration != NO_MAX_DURATION:
+                a.max_duration = double_update(a.max_duration, delta, surf)
+            if (a.remains <= 0 and a.penalty > 0) or (
+                    a.max_duration != NO_MAX_DURATION and a.max_duration <= 0):
+                done.append(key)
+        ended = [(key, self.started.pop(key)) for key in done]
+        n = len(self._sleepers)
+        if n:
+            m = self._md[:n]
+            m -= delta
+            m[m < surf] = 0.0
+            slots = np.flatnonzero(m <= 0.0)
+            if len(slots):
+                for slot in slots.tolist():
+                    action = self._sleepers[slot]
+                    self._sleepers[slot] = None
+                    ended.append((int(self._sseq[slot]), action))  # type: ignore[arg-type]
+                m[slots] = np.inf
+                ended.sort(key=lambda pair: pair[0])
+            while self._sleepers and self._sleepers[-1] is None:
+                self._sleepers.pop()
+                self._md[len(self._sleepers)] = np.inf
+        self.finished.extend(action for _, action in ended)
 
 
 class Actor:
-    __slots__ = ("name", "host", "gen", "pid", "dead")
+    __slots__ = ("name", "host", "gen", "pid", "dead", "simcall", "answer", "phase", "sleeping")
 
     def __init__(self, name: str, host: str, gen: Gen, pid: int) -> None:
         self.name, self.host, self.gen, self.pid, self.dead = name, host, gen, pid, False
+        self.simcall: tuple[Any, ...] | None = None
+        self.answer: Any = None
+        self.phase: Comm | None = None  # a put/get whose wait is still to be issued
+        self.sleeping: Action | None = None
 
 
-class _Mailbox:
-    __slots__ = ("pending", "receiver")
+class Comm:
+    __slots__ = ("kind", "src", "dst", "payload", "done", "waiters", "action")
 
-    def __init__(self) -> None:
-        self.pending: deque[tuple[Actor, Any]] = deque()
-        self.receiver: Actor | None = None
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.src: Actor | None = None
+        self.dst: Actor | None = None
+        self.payload: Any = None
+        self.done = False
+        self.waiters: list[Actor] = []
+        self.action: Action | None = None
 
 
 class ExternalRequest(Exception):
-    """Internal signal: an actor wants to talk to the decision process."""
+    """Internal signal kept for API compatibility."""
 
 
 class Kernel:
-    def __init__(self, latency: Callable[[str, str], float]) -> None:
-        self.now = 0.0
-        self._latency = latency
-        self._ready: deque[tuple[Actor, Any]] = deque()
-        self._timers: list[tuple[float, int, int, Any, Any]] = []
-        self._seq = 0
-        self._pid = 0
-        self._mailboxes: dict[str, _Mailbox] = {}
-        self.blocked_external: Actor | None = None
-        self.external_text: str | None = None
-        self.current: Actor | None = None
+    """Drive with run() / resume_external(): both return the next text for the decision process, or None
+    when nothing can happen any more."""
 
-    # --- actor management ------------------------------------------------------------------
+    def __init__(self, route: Callable[[str, str], tuple[tuple[Link, ...], float]],
+                 surf_precision: float = 1e-9, maxmin_precision: float = 1e-5) -> None:
+        self.now = 0.0
+        self._route = route
+        self.model = Model(surf_precision, maxmin_precision)
+        self._to_run: list[Actor] = []
+        self._pid = 0
+        self._mailboxes: dict[str, deque[Comm]] = {}
+        self.current: Actor | None = None
+        self.blocked_external: Actor | None = None
+        self._loop: Generator[str, str, None] | None = None
+
+    # --- actors ----------------------------------------------------------------------------
     def spawn(self, name: str, host: str, gen: Gen) -> Actor:
         self._pid += 1
         actor = Actor(name, host, gen, self._pid)
-        self._ready.append((actor, None))
+        self._to_run.append(actor)
         return actor
 
     def kill(self, actor: Actor) -> None:
+        """ActorImpl::kill: the victim's pending sleep is cancelled with it."""
         actor.dead = True
         actor.gen.close()
+        if actor.sleeping is not None:
+            self.model.cancel(actor.sleeping)
+            actor.sleeping = None
+
+    def wake(self, actor: Actor, value: Any = None) -> None:
+        actor.answer = value
+        self._to_run.append(actor)
 
     def mailbox_empty(self, name: str) -> bool:
-        mb = self._mailboxes.get(name)
-        return mb is None or not mb.pending
+        return not self._mailboxes.get(name)
 
     def add_timer(self, date: float, callback: Callable[[], None]) -> None:
-        self._push(date, 1, callback, None)
+        action = Action(callback)
+        action.max_duration, action.penalty, action.suspended = max(date - self.now, 0.0), 0.0, True
+        self.model.add(action)
 
-    def _push(self, date: float, kind: int, a: Any, b: Any) -> None:
-        self._seq += 1
-        heapq.heappush(self._timers, (date, self._seq, kind, a, b))
-
-    # --- main loop -------------------------------------------------------------------------
+    # --- driving ---------------------------------------------------------------------------
     def run(self) -> str | None:
-        """Run until an actor asks the decision process something (returns the text) or
-        nothing can happen any more (returns None)."""
-        while True:
-            while self._ready:
-                actor, value = self._ready.popleft()
-                if actor.dead:
-                    continue
-                if self._step(actor, value):
-                    text, self.external_text = self.external_text, None
-                    return text
-            if not self._timers:
-                return None
-            date = self._timers[0][0]
-            if date > self.now:
-                self.now = date
-            while self._timers and self._timers[0][0] <= date + EPS:
-                _, _, kind, a, b = heapq.heappop(self._timers)
-                if kind == 0:  # wake actors in order
-                    for actor, value in a:
-                        self._ready.append((actor, value))
-                else:
-                    a()
+        if self._loop is None:
+            self._loop = self._main()
+        return next(self._loop, None)
 
-    def resume_external(self, value: Any) -> str | None:
-        actor = self.blocked_external
-        assert actor is not None
-        self.blocked_external = None
-        self._ready.appendleft((actor, value))
-        return self.run()
-
-    def _step(self, actor: Actor, value: Any) -> bool:
-        self.current = actor
+    def resume_external(self, value: str) -> str | None:
+        assert self._loop is not None
         try:
-            cmd = actor.gen.send(value)
+            return self._loop.send(value)
         except StopIteration:
-            return False
+            return None
+
+    def _main(self) -> Generator[str, str, None]:
+        while True:
+            while self._to_run:
+                ran, self._to_run = self._to_run, []
+                for actor in ran:
+                    if not actor.dead:
+                        yield from self._execute(actor)
+                for actor in ran:
+                    if actor.simcall is not None and not actor.dead:
+                        self._handle(actor)
+                self._ended()
+            delta = self.model.next_event()
+            if delta < 0:
+                self.current = None
+                return
+            self.now += delta
+            self.model.update(delta)
+            self._ended()
+
+    def _execute(self, actor: Actor) -> Generator[str, str, None]:
+        self.current = actor
+        if actor.phase is not None:
+            actor.simcall = ("wait", actor.phase)
+            return
+        value, actor.answer = actor.answer, None
+        while True:
+            try:
+                cmd = actor.gen.send(value)
+            except StopIteration:
+                actor.dead = True
+                return
+            if cmd[0] == "external":
+                self.blocked_external = actor
+                value = yield cmd[1]
+                self.blocked_external = None
+                self.current = actor
+                continue
+            if cmd[0] == "sleep_for" and cmd[1] <= 0:
+                value = None
+                continue
+            actor.simcall = cmd
+            return
+
+    def _handle(self, actor: Actor) -> None:
+        cmd, actor.simcall = actor.simcall, None
+        self.current = actor
         op = cmd[0]
-        if op == "sleep":
-            self._push(max(cmd[1], self.now), 0, [(actor, None)], None)
-        elif op == "put":
-            self._put(actor, cmd[1], cmd[2])
+        if op == "put":
+            actor.phase = self._isend(actor, cmd[1], cmd[2])
+            self._to_run.append(actor)
         elif op == "get":
-            self._get(actor, cmd[1])
-        elif op == "external":
-            self.blocked_external = actor
-            self.external_text = cmd[1]
-            return True
+            actor.phase = self._irecv(actor, cmd[1])
+            self._to_run.append(actor)
+        elif op == "wait" and len(cmd) > 1:
+            comm = cmd[1]
+            actor.phase = None
+            comm.waiters.append(actor)
+            if comm.done:
+                self._finish(comm)
+        elif op == "sleep_for":
+            action = Action(lambda: self._wake_sleeper(actor))
+            action.max_duration, action.penalty, action.suspended = cmd[1], 0.0, True
+            actor.sleeping = self.model.add(action)
+        elif op == "create":
+            child = self.spawn(cmd[1], cmd[2], cmd[3])
+            actor.answer = child
+            self._to_run.append(actor)
+        elif op == "kill":
+            victim = cmd[1]
+            if victim is not None and not victim.dead:
+                self.kill(victim)
+            self._to_run.append(actor)
         elif op == "wait":  # resumed by someone else through wake()
             pass
         else:
             raise ValueError(f"unknown kernel command {op}")
-        return False
 
-    def wake(self, actor: Actor, value: Any = None) -> None:
-        self._ready.append((actor, value))
+    def _wake_sleeper(self, actor: Actor) -> None:
+        actor.sleeping = None
+        if not actor.dead:
+            self.wake(actor)
 
-    def _mb(self, name: str) -> _Mailbox:
-        mb = self._mailboxes.get(name)
-        if mb is None:
-            mb = self._mailboxes[name] = _Mailbox()
-        return mb
+    def _ended(self) -> None:
+        finished = self.model.finished
+        while finished:
+            finished.popleft().post()
 
-    def _put(self, sender: Actor, mbox: str, msg: Any) -> None:
-        mb = self._mb(mbox)
-        receiver = mb.receiver
-        if receiver is None:
-            mb.pending.append((sender, msg))
+    # --- communications --------------------------------------------------------------------
+    def _isend(self, actor: Actor, mbox: str, payload: Any) -> Comm:
+        queue = self._mailboxes.setdefault(mbox, deque())
+        comm = next((c for c in queue if c.kind == "recv"), None)
+        if comm is None:
+            comm = Comm("send")
+            queue.append(comm)
+        else:
+            queue.remove(comm)
+        comm.src, comm.payload = actor, payload
+        self._start(comm)
+        return comm
+
+    def _irecv(self, actor: Actor, mbox: str) -> Comm:
+        queue = self._mailboxes.setdefault(mbox, deque())
+        comm = next((c for c in queue if c.kind == "send"), None)
+        if comm is None:
+            comm = Comm("recv")
+            queue.append(comm)
+        else:
+            queue.remove(comm)
+        comm.dst = actor
+        self._start(comm)
+        return comm
+
+    def _start(self, comm: Comm) -> None:
+        if comm.src is None or comm.dst is None:
             return
-        mb.receiver = None
-        date = self.now + self._latency(sender.host, receiver.host)
-        self._push(date, 0, [(receiver, msg), (sender, None)], None)
+        links, latency = self._route(comm.src.host, comm.dst.host)
+        action = Action(lambda: self._post(comm))
+        if links:
+            action.links, action.route_latency, action.latency = links, latency, latency
+            if latency > 0:
+                action.penalty = 0.0
+            action.update_bound()
+        else:
+            action.remains = 0.0
+        comm.action = self.model.add(action)
 
-    def _get(self, receiver: Actor, mbox: str) -> None:
-        mb = self._mb(mbox)
-        if not mb.pending:
-            mb.receiver = receiver
-            return
-        sender, msg = mb.pending.popleft()
-        date = self.now + self._latency(sender.host, receiver.host)
-        self._push(date, 0, [(sender, None), (receiver, msg)], None)
+    def _post(self, comm: Comm) -> None:
+        comm.done = True
+        self._finish(comm)
+
+    def _finish(self, comm: Comm) -> None:
+        waiters, comm.waiters = comm.waiters, []
+        for actor in waiters:
+            if actor.dead:
+                continue
+            actor.answer = comm.payload if actor is comm.dst else None
+            self._to_run.append(actor)

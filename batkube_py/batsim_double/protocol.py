@@ -102,6 +102,7 @@ def _parse_event(ctx: Context, idx: int, etype: str, data: Any) -> tuple[Any, ..
         ntype = data["type"]
         check(ntype in ("registration_finished", "continue_registration"),
               f"Unknown NOTIFY type received ('{ntype}').", P)
+        ctx.registration_finished = ntype == "registration_finished"  # set by the reader (handle_notify)
         return ("NOTIFY", ntype)
     if etype == "SET_JOB_METADATA":
         data = _size(data, idx, etype, 2, 2)
@@ -159,9 +160,9 @@ def apply_reply(ctx: Context, raw: str) -> Generator[tuple[Any, ...], Any, None]
         internal = _parse_event(ctx, idx, etype, ev["data"])
         if internal is None:
             continue
-        if ts > k.now:
-            yield ("sleep", float(ts))
+        if ts > k.now:  # send_message_at_time
+            yield ("sleep_for", float(ts) - k.now)
         yield ("put", "server", internal)
     if now > k.now:
-        yield ("sleep", float(now))
+        yield ("sleep_for", float(now) - k.now)
     yield ("put", "server", ("SCHED_READY",))

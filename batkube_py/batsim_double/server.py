@@ -49,28 +49,31 @@ def is_finished(ctx: Context) -> bool:
             and c.completed == c.submitted and c.running == 0 and c.waiters == 0 and c.killers == 0)
 
 
-def _send(ctx: Context) -> None:
-    ctx.k.spawn("Scheduler REQ-REP", ctx.machines.master, request_reply(ctx, ctx.flush_message()))
+def _send(ctx: Context) -> Generator[tuple[Any, ...], Any, None]:
+    text = ctx.flush_message()
     ctx.sched_ready = False
+    yield ("create", "Scheduler REQ-REP", ctx.machines.master, request_reply(ctx, text))
 
 
 def server_process(ctx: Context) -> Generator[tuple[Any, ...], Any, None]:
     k = ctx.k
     ctx.append("SIMULATION_BEGINS", simulation_begins(ctx))
-    _send(ctx)
+    yield from _send(ctx)
     while not ctx.ack_received:
         msg = yield ("get", "server")
-        HANDLERS[msg[0]](ctx, msg)
+        creates = HANDLERS[msg[0]](ctx, msg)
+        if creates is not None:
+            yield from creates
         if ctx.sched_ready and not ctx.ack_received and k.mailbox_empty("server"):
             if ctx.events:
-                _send(ctx)
+                yield from _send(ctx)
                 for jid in ctx.to_delete:  # Workloads::delete_jobs right after the message is generated
                     ctx.jobs.pop(jid, None)
                 ctx.to_delete.clear()
             elif is_finished(ctx) and not ctx.end_sent:
                 ctx.log("server", "The simulation seems finished.")
                 ctx.append("SIMULATION_ENDS", "{}")
-                _send(ctx)
+                yield from _send(ctx)
                 ctx.end_sent = True
     ctx.log("server", "Simulation is finished!")
 
@@ -118,7 +121,7 @@ def completed_json(job: Any) -> str:
             f'"alloc":"{hyphen(job.alloc)}"}}')
 
 
-def on_execute_job(ctx: Context, msg: tuple[Any, ...]) -> None:
+def on_execute_job(ctx: Context, msg: tuple[Any, ...]) -> Generator[tuple[Any, ...], Any, None]:
     _, jid, alloc, alloc_str, mapping = msg
     job = ctx.job(jid)
     check(job.state == "SUBMITTED", f"Cannot execute job '{jid}': its state ({job.state}) is not "
@@ -147,7 +150,11 @@ def on_execute_job(ctx: Context, msg: tuple[Any, ...]) -> None:
     for mid in alloc:
         machines.add_job(mid, jid, job.start)
     host = machines.machines[alloc[0]].name
-    ctx.job_actors[jid] = ctx.k.spawn(f"job_{jid}", host, job_process(ctx, job))
+    return _create_job_actor(ctx, jid, host, job)
+
+
+def _create_job_actor(ctx: Context, jid: str, host: str, job: Any) -> Generator[tuple[Any, ...], Any, None]:
+    ctx.job_actors[jid] = yield ("create", f"job_{jid}", host, job_process(ctx, job))
 
 
 def on_reject_job(ctx: Context, msg: tuple[Any, ...]) -> None:
@@ -160,7 +167,7 @@ def on_reject_job(ctx: Context, msg: tuple[Any, ...]) -> None:
     ctx.completed(job)
 
 
-def on_kill_job(ctx: Context, msg: tuple[Any, ...]) -> None:
+def on_kill_job(ctx: Context, msg: tuple[Any, ...]) -> Generator[tuple[Any, ...], Any, None] | None:
     to_kill = []
     for jid in msg[1]:
         job = ctx.job(jid)
@@ -171,8 +178,13 @@ def on_kill_job(ctx: Context, msg: tuple[Any, ...]) -> None:
         job.kill_requested = True
         to_kill.append(jid)
     if to_kill:
-        ctx.k.spawn("killer_process", ctx.machines.master, killer(ctx, to_kill))
         ctx.counters.killers += 1
+        return _create(("create", "killer_process", ctx.machines.master, killer(ctx, to_kill)))
+    return None
+
+
+def _create(cmd: tuple[Any, ...]) -> Generator[tuple[Any, ...], Any, None]:
+    yield cmd
 
 
 def on_killing_done(ctx: Context, msg: tuple[Any, ...]) -> None:
@@ -193,12 +205,12 @@ def on_killing_done(ctx: Context, msg: tuple[Any, ...]) -> None:
     c.killers -= 1
 
 
-def on_call_me_later(ctx: Context, msg: tuple[Any, ...]) -> None:
+def on_call_me_later(ctx: Context, msg: tuple[Any, ...]) -> Generator[tuple[Any, ...], Any, None]:
     target = msg[1]
     now = ctx.k.now
     check(target > now, f"You asked to be awaken in the past! (you ask: {target:f}, it is: {now:f})", S)
-    ctx.k.spawn(f"waiter {target:f}", ctx.machines.master, waiter(ctx, target))
     ctx.counters.waiters += 1
+    return _create(("create", f"waiter {target:f}", ctx.machines.master, waiter(ctx, target)))
 
 
 def on_waiting_done(ctx: Context, msg: tuple[Any, ...]) -> None:

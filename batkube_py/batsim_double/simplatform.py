@@ -1,10 +1,11 @@
-"""SimGrid platform subset: hosts, properties, roles and route latencies.
+"""SimGrid platform subset: hosts, properties, roles, and the links of each route.
 
-Batsim's internal messages are SimGrid communications, so their duration is the
-sum of the link latencies on the route between the two actors' hosts (message
-sizes are tiny, the bandwidth term is below the 1e-6 s printed precision).
-Only the constructs used by Batsim test platforms are supported: nested
-zones/ASes with Full routing, <host>, <cluster>, <link>, <route>, <zoneRoute>/<ASroute>.
+Batsim's internal messages are 1-byte SimGrid communications: they pay the route's latency (summed
+link by link in SimGrid's order), then share the links' bandwidth (kernel.py). Routes follow SimGrid
+3.32: a Full zone's declared routes (its own implicit loopback link for a host to itself), a
+<cluster>'s private up/down links and backbone, <zoneRoute>/<ASroute> between zones through their
+gateways. Only the constructs used by Batsim platforms are supported: nested zones/ASes with Full
+routing, <host>, <cluster>, <link>, <route>, <zoneRoute>/<ASroute>, <config> precisions.
 """
 
 from __future__ import annotations
@@ -13,8 +14,12 @@ import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
+from .kernel import Link
+
 _UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9, "ps": 1e-12, "m": 60.0, "h": 3600.0,
           "d": 86400.0, "w": 604800.0}
+_BW_UNITS = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12, "ki": 2.0**10, "mi": 2.0**20, "gi": 2.0**30,
+             "ti": 2.0**40}
 _SPEED_UNITS = {"f": 1.0, "kf": 1e3, "mf": 1e6, "gf": 1e9, "tf": 1e12, "pf": 1e15, "ef": 1e18}
 
 
@@ -31,6 +36,20 @@ def parse_time(text: str | None) -> float:
         raise PlatformError(f"cannot parse time '{text}'")
     unit = m.group(2) or "s"
     return float(m.group(1)) * _UNITS[unit]
+
+
+def parse_bandwidth(text: str | None) -> float:
+    """SimGrid bandwidths: '125MBps', '1.25E8Bps', '10000MiBps', '10Gbps' (bits)."""
+    if not text:
+        return 1e9
+    m = re.fullmatch(r"\s*([0-9.eE+-]+)\s*([kKmMgGtT]?i?)([Bb])ps\s*", text)
+    if not m:
+        m2 = re.fullmatch(r"\s*([0-9.eE+-]+)\s*", text)
+        if not m2:
+            raise PlatformError(f"cannot parse bandwidth '{text}'")
+        return float(m2.group(1))
+    value = float(m.group(1)) * _BW_UNITS[m.group(2).lower()]
+    return value / 8 if m.group(3) == "b" else value
 
 
 def parse_speed(text: str | None) -> float:
@@ -58,11 +77,12 @@ class Zone:
     name: str
     parent: Zone | None
     props: dict[str, str] = field(default_factory=dict)
-    routes: dict[tuple[str, str], float] = field(default_factory=dict)
-    zone_routes: dict[tuple[str, str], tuple[str, str, float]] = field(default_factory=dict)
+    routes: dict[tuple[str, str], tuple[Link, ...]] = field(default_factory=dict)
+    zone_routes: dict[tuple[str, str], tuple[str, str, tuple[Link, ...]]] = field(default_factory=dict)
     children: list[Zone] = field(default_factory=list)
-    # cluster model: private link latency (up/down) and backbone latency
-    cluster: tuple[float, float] | None = None
+    # cluster model: each host's private (up, down) links, and the backbone
+    private: dict[str, tuple[Link, Link]] | None = None
+    backbone: Link | None = None
     router: str | None = None
 
 
@@ -86,12 +106,19 @@ class Platform:
 
     def __init__(self, path: str) -> None:
         self.hosts: dict[str, Host] = {}
-        self._links: dict[str, float] = {}
+        self._links: dict[str, Link] = {}
+        self.config: dict[str, str] = {}
         self._elem_zone: dict[str, Zone] = {}  # host or router name -> zone directly holding it
         root = ET.parse(path).getroot()
         self.root = Zone("__root__", None)
+        for cfg in root.iter("config"):
+            self.config.update(_props(cfg))
+        self.surf_precision = float(self.config.get("surf/precision", 1e-9))
+        self.maxmin_precision = float(self.config.get("maxmin/precision", 1e-5))
+        self.loopback = Link("__loopback__", float(self.config.get("network/loopback-bw", 10e9)),
+                             float(self.config.get("network/loopback-lat", 0.0)), fatpipe=True)
         self._walk(root, self.root, {})
-        self._cache: dict[tuple[str, str], float] = {}
+        self._cache: dict[tuple[str, str], tuple[tuple[Link, ...], float]] = {}
 
     # --- parsing -------------------------------------------------------------------------
     def _walk(self, elem: ET.Element, zone: Zone, zprops: dict[str, str]) -> None:
@@ -106,7 +133,10 @@ class Platform:
             elif tag == "cluster":
                 self._add_cluster(child, zone, zprops)
             elif tag == "link":
-                self._links[child.get("id", "")] = parse_time(child.get("latency"))
+                lid = child.get("id", "")
+                self._links[lid] = Link(lid, parse_bandwidth(child.get("bandwidth")),
+                                        parse_time(child.get("latency")),
+                                        child.get("sharing_policy", "SHARED").upper() == "FATPIPE")
             elif tag in ("route", "zoneRoute", "ASroute"):
                 self._add_route(child, zone)
             elif tag == "router":
@@ -119,38 +149,61 @@ class Platform:
 
     def _add_cluster(self, elem: ET.Element, parent: Zone, zprops: dict[str, str]) -> None:
         cid = elem.get("id", "")
-        zone = Zone(cid, parent, {}, cluster=(parse_time(elem.get("lat")), parse_time(elem.get("bb_lat"))))
+        zone = Zone(cid, parent, {}, private={})
+        bw, lat = parse_bandwidth(elem.get("bw")), parse_time(elem.get("lat"))
+        if elem.get("bb_bw") or elem.get("bb_lat"):
+            zone.backbone = Link(f"{cid}_backbone", parse_bandwidth(elem.get("bb_bw")),
+                                 parse_time(elem.get("bb_lat")),
+                                 elem.get("bb_sharing_policy", "SHARED").upper() == "FATPIPE")
         parent.children.append(zone)
         prefix, suffix = elem.get("prefix", ""), elem.get("suffix", "")
         zone.router = elem.get("router_id") or f"{prefix}{cid}_router{suffix}"
         self._elem_zone[zone.router] = zone
         props = _props(elem)
+        shared = elem.get("sharing_policy", "SPLITDUPLEX").upper()
         for i in _radical(elem.get("radical", "0")):
-            self._add_host(f"{prefix}{i}{suffix}", elem.get("speed"), dict(props), zprops, zone)
+            name = f"{prefix}{i}{suffix}"
+            # A <cluster> is a zone whose <prop>s are also its hosts' zone properties; Batsim lists them
+            # from SimGrid's std::unordered_map, most recently inserted first for such small maps.
+            self._add_host(name, elem.get("speed"), dict(props), dict(reversed(props.items())), zone)
+            if shared == "SPLITDUPLEX":
+                zone.private[name] = (Link(f"{cid}_link_{i}_UP", bw, lat),
+                                      Link(f"{cid}_link_{i}_DOWN", bw, lat))
+            else:
+                link = Link(f"{cid}_link_{i}", bw, lat, shared == "FATPIPE")
+                zone.private[name] = (link, link)
 
     def _add_route(self, elem: ET.Element, zone: Zone) -> None:
-        lat = sum(self._links.get(lc.get("id", ""), 0.0) for lc in elem.findall("link_ctn"))
+        ids = [lc.get("id", "") for lc in elem.findall("link_ctn")]
+        lat = tuple(self._links[i] for i in ids if i in self._links)
         src, dst = elem.get("src", ""), elem.get("dst", "")
         sym = elem.get("symmetrical", "YES").upper() != "NO"
         if elem.tag == "route":
             zone.routes[(src, dst)] = lat
             if sym:
-                zone.routes.setdefault((dst, src), lat)
+                zone.routes.setdefault((dst, src), lat[::-1])
         else:
             gw_src, gw_dst = elem.get("gw_src", ""), elem.get("gw_dst", "")
             zone.zone_routes[(src, dst)] = (gw_src, gw_dst, lat)
             if sym:
-                zone.zone_routes.setdefault((dst, src), (gw_dst, gw_src, lat))
+                zone.zone_routes.setdefault((dst, src), (gw_dst, gw_src, lat[::-1]))
 
-    # --- latency -------------------------------------------------------------------------
-    def latency(self, src: str, dst: str) -> float:
-        """One-way latency of a tiny message from host `src` to host `dst`."""
+    # --- routes --------------------------------------------------------------------------
+    def route(self, src: str, dst: str) -> tuple[tuple[Link, ...], float]:
+        """The links from host `src` to host `dst` and their latency, summed in SimGrid's order."""
         key = (src, dst)
         cached = self._cache.get(key)
         if cached is None:
-            cached = self._elem_latency(src, dst)
-            self._cache[key] = cached
+            links: list[Link] = []
+            self._global(src, dst, links)
+            lat = 0.0
+            for link in self._lat_order:
+                lat += link.latency
+            cached = self._cache[key] = (tuple(links), lat)
         return cached
+
+    def latency(self, src: str, dst: str) -> float:
+        return self.route(src, dst)[1]
 
     @staticmethod
     def _chain(zone: Zone) -> list[Zone]:
@@ -161,7 +214,11 @@ class Platform:
             z = z.parent
         return out[::-1]
 
-    def _elem_latency(self, src: str, dst: str) -> float:
+    def _global(self, src: str, dst: str, links: list[Link], top: bool = True) -> None:
+        """NetZoneImpl::get_global_route: the common zone's route first (its latency counted first), then
+        the way from `src` up to its gateway, then from the other gateway down to `dst`."""
+        if top:
+            self._lat_order: list[Link] = []
         za, zb = self._elem_zone[src], self._elem_zone[dst]
         ca, cb = self._chain(za), self._chain(zb)
         i = 0
@@ -169,26 +226,37 @@ class Platform:
             i += 1
         common = ca[i - 1]
         if i == len(ca) and i == len(cb):
-            return self._local(common, src, dst)
-        # at least one side is inside a child zone of `common`
+            local = self._local(common, src, dst)
+            links.extend(local)
+            self._lat_order.extend(local)
+            return
         a_name = ca[i].name if i < len(ca) else src
         b_name = cb[i].name if i < len(cb) else dst
         if (a_name, b_name) in common.zone_routes:
-            gw_a, gw_b, lat = common.zone_routes[(a_name, b_name)]
+            gw_a, gw_b, mid = common.zone_routes[(a_name, b_name)]
         elif (a_name, b_name) in common.routes:
-            gw_a, gw_b, lat = src, dst, common.routes[(a_name, b_name)]
+            gw_a, gw_b, mid = src, dst, common.routes[(a_name, b_name)]
         else:
-            return 0.0
-        lat_a = self._elem_latency(src, gw_a) if gw_a != src and gw_a in self._elem_zone else 0.0
-        lat_b = self._elem_latency(gw_b, dst) if gw_b != dst and gw_b in self._elem_zone else 0.0
-        return lat_a + lat + lat_b
+            return
+        self._lat_order.extend(mid)
+        if gw_a != src and gw_a in self._elem_zone:
+            self._global(src, gw_a, links, top=False)
+        links.extend(mid)
+        if gw_b != dst and gw_b in self._elem_zone:
+            self._global(gw_b, dst, links, top=False)
 
-    def _local(self, zone: Zone, src: str, dst: str) -> float:
-        if zone.cluster is not None:
-            private, backbone = zone.cluster
-            if src == zone.router or dst == zone.router:
-                return private + backbone
-            return 2 * private + backbone
+    def _local(self, zone: Zone, src: str, dst: str) -> tuple[Link, ...]:
+        if zone.private is not None:
+            out: list[Link] = []
+            if src != zone.router:
+                out.append(zone.private[src][0])
+            if zone.backbone is not None:
+                out.append(zone.backbone)
+            if dst != zone.router:
+                out.append(zone.private[dst][1])
+            return tuple(out)
         if (src, dst) in zone.routes:
             return zone.routes[(src, dst)]
-        return 0.0
+        if src == dst:
+            return (self.loopback,)
+        return ()
