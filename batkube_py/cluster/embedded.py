@@ -35,7 +35,6 @@ class EmbeddedCluster:
         self.pods: dict[str, PodInfo] = {}
         self._running = 0
         self.recorder = recorder
-        self.nominated: dict[str, PodInfo] = {}  # preemptors waiting for their victims to leave
         self._evictions: list[Eviction] = []
         self._too_big: dict[tuple, str | None] = {}
 
@@ -70,7 +69,7 @@ class EmbeddedCluster:
 
     def delete_pod(self, name: str, now: float) -> None:
         info = self.pods.pop(name)
-        self.nominated.pop(name, None)
+        self.nodes.nominate(info, None)
         if info.node is not None:
             self.nodes.release(info.node, info)
             self.queue.event(POD_DELETE, [info.node])
@@ -88,12 +87,7 @@ class EmbeddedCluster:
         bindings = []
         while (pod := self.queue.pop(now, self.nodes)) is not None:
             profile = self.profiles[pod.scheduler_name]
-            reserved = self._reserve_nominated(pod)
-            try:
-                decision = profile.schedule_one(pod, self.nodes, self.recorder is not None)
-            finally:
-                for i, p in reserved:
-                    self.nodes.reserve(i, p, -1)
+            decision = profile.schedule_one(pod, self.nodes, self.recorder is not None)
             if self.recorder is not None:
                 self.recorder.write(decision, self.nodes, now, pod.scheduler_name)
             if decision.node is None:
@@ -101,8 +95,7 @@ class EmbeddedCluster:
                 self._post_filter(profile, pod)
                 self.queue.failed(pod, now)
                 continue
-            self.nominated.pop(pod.name, None)
-            pod.nominated_node = None
+            self.nodes.nominate(pod, None)
             self.nodes.assume(decision.node, pod)
             pod.node, pod.bound_at = decision.node, now
             self._running += 1
@@ -111,19 +104,17 @@ class EmbeddedCluster:
         self.queue.end_cycle()
         return bindings
 
-    def _reserve_nominated(self, pod: PodInfo) -> list[tuple[int, PodInfo]]:
-        """Filters see nominated pods of equal or higher priority as already on their node (upstream)."""
-        reserved = [
-            (p.nominated_node, p)
-            for p in self.nominated.values()
-            if p is not pod and p.priority >= pod.priority and p.nominated_node is not None
-        ]
-        for i, p in reserved:
-            self.nodes.reserve(i, p, +1)
-        return reserved
-
     def _post_filter(self, profile: Profile, pod: PodInfo) -> None:
-        """DefaultPreemption, unless the pod already waits for victims on its nominated node."""
+        """DefaultPreemption (PostFilter), with upstream's bookkeeping of nominations.
+
+        A pod nominated to a node where a lower-priority victim is still terminating waits for it
+        (PodEligibleToPreemptOthers) and keeps its nomination. Otherwise a pod whose preemption finds
+        no candidate drops its nomination; one that finds a node is nominated there, evicts the victims
+        not already terminating, and the lower-priority pods nominated to that node lose their
+        nomination (prepareCandidate).
+        """
+        if profile.preemption is None or pod.pod.spec.preemption_policy == "Never":
+            return
         if pod.nominated_node is not None and any(
             p.terminating and p.priority < pod.priority
             for p in self.nodes.pods_on[pod.nominated_node].values()
@@ -131,13 +122,18 @@ class EmbeddedCluster:
             return
         found = preempt(profile, pod, self.nodes)
         if found is None:
+            self.nodes.nominate(pod, None)
             return
         for victim in found.victims:
+            if victim.terminating:
+                continue
             victim.terminating = True
             why = f"preempted by {pod.name} (priority {pod.priority} > {victim.priority})"
             self._evictions.append(Eviction(victim.name, why))
-        pod.nominated_node = found.node
-        self.nominated[pod.name] = pod
+        for other in list(self.nodes.nominated.get(found.node, {}).values()):
+            if other.priority < pod.priority:
+                self.nodes.nominate(other, None)
+        self.nodes.nominate(pod, found.node)
 
     def take_evictions(self) -> list[Eviction]:
         out, self._evictions = self._evictions, []
