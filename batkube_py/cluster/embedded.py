@@ -6,7 +6,7 @@ from kubernetes import client
 
 from batkube_py.cluster.base import Binding, Eviction, Unschedulable
 from batkube_py.scheduler.config import build_profiles, default_config
-from batkube_py.scheduler.framework import NODE_UPDATE, POD_ADD, POD_DELETE, Profile
+from batkube_py.scheduler.framework import NODE_TAINT, POD_ADD, POD_DELETE, NodeChange, Profile
 from batkube_py.scheduler.plugins.noderesources import fits
 from batkube_py.scheduler.podinfo import PodInfo, pod_info
 from batkube_py.scheduler.preemption import preempt
@@ -31,7 +31,13 @@ class EmbeddedCluster:
             for profile in self.profiles.values()
             for plugin in [*profile.pre_filters, *profile.filters]
         }
-        self.queue = SchedulingQueue(queue_config or QueueConfig(), registrations)
+        hints = {
+            (name, plugin.name): plugin
+            for name, profile in self.profiles.items()
+            for plugin in [*profile.pre_filters, *profile.filters]
+            if plugin.hinted_events
+        }
+        self.queue = SchedulingQueue(queue_config or QueueConfig(), registrations, hints)
         self.pods: dict[str, PodInfo] = {}
         self._running = 0
         self.recorder = recorder
@@ -72,16 +78,34 @@ class EmbeddedCluster:
         self.nodes.nominate(info, None)
         if info.node is not None:
             self.nodes.release(info.node, info)
-            self.queue.event(POD_DELETE, [info.node])
+            self.queue.event(POD_DELETE, [info.node], [info])
             self._running -= 1
         else:
             self.queue.remove(name)
 
     def set_nodes_schedulable(self, nodes: list[str], schedulable: bool, now: float) -> None:
-        changed = [self.nodes.index[name] for name in nodes]
+        """Cordon or uncordon: upstream classes a spec.unschedulable change as UpdateNodeTaint, and a
+        node whose schedulability does not change raises no event."""
+        changed = [
+            i for i in (self.nodes.index[name] for name in nodes) if self.nodes.schedulable[i] != schedulable
+        ]
+        t = self.nodes
+        objects = [
+            NodeChange(
+                i,
+                not schedulable,
+                schedulable,
+                tuple(t.taints[i]),
+                tuple(t.taints[i]),
+                t.labels[i],
+                t.labels[i],
+            )
+            for i in changed
+        ]
         for i in changed:
-            self.nodes.set_schedulable(i, schedulable)
-        self.queue.event(NODE_UPDATE, changed)
+            t.set_schedulable(i, schedulable)
+        if changed:
+            self.queue.event(NODE_TAINT, changed, objects)
 
     def schedule(self, now: float) -> list[Binding]:
         bindings = []
@@ -99,7 +123,7 @@ class EmbeddedCluster:
             self.nodes.assume(decision.node, pod)
             pod.node, pod.bound_at = decision.node, now
             self._running += 1
-            self.queue.event(POD_ADD, [decision.node])
+            self.queue.event(POD_ADD, [decision.node], [pod])
             bindings.append(Binding(pod.name, self.nodes.names[decision.node]))
         self.queue.end_cycle()
         return bindings

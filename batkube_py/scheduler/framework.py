@@ -26,11 +26,27 @@ class PreemptionArgs:
 
 MAX_NODE_SCORE = 100
 
-# Cluster events a plugin registers for (upstream EventsToRegister), named Resource/Action.
+# Cluster events a plugin registers for (upstream EventsToRegister, QueueingHints on as in 1.32),
+# named Resource/Action. Only assigned pods raise pod events here.
 POD_DELETE = "Pod/Delete"
 POD_ADD = "Pod/Add"  # an assigned pod appeared (affinity, topology spread)
 NODE_ADD = "Node/Add"
-NODE_UPDATE = "Node/Update"  # labels, taints, schedulability or allocatable changed
+NODE_TAINT = "Node/UpdateNodeTaint"  # taints or spec.unschedulable changed (upstream classes both so)
+NODE_LABEL = "Node/UpdateNodeLabel"
+NODE_ALLOCATABLE = "Node/UpdateNodeAllocatable"
+
+
+@dataclass(frozen=True)
+class NodeChange:
+    """A node event's old and new state, what a node QueueingHint compares (old None: node added)."""
+
+    index: int
+    old_schedulable: bool | None
+    new_schedulable: bool
+    old_taints: tuple = ()
+    new_taints: tuple = ()
+    old_labels: dict[str, str] | None = None
+    new_labels: dict[str, str] = field(default_factory=dict)
 
 
 # What a PreFilter or PreScore returns when the plugin has nothing to do for this pod (upstream's Skip
@@ -72,8 +88,16 @@ class Plugin:
     filters = False
     scores = False
 
+    # Events whose QueueingHint depends on the event and the pod; for the other registered events the
+    # hint is Queue (upstream: no QueueingHintFn, or one that always queues for the events raised here).
+    hinted_events: frozenset[str] = frozenset()
+
     def events_to_register(self) -> frozenset[str]:
         return frozenset()
+
+    def queueing_hint(self, pod: PodInfo, event: str, obj: PodInfo | NodeChange) -> bool:
+        """isSchedulableAfter*: can `event` (on `obj`) make `pod`, which this plugin rejected, schedulable?"""
+        return True
 
     def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> str | None:
         """None to go on; SKIP when its Filter has nothing to check for this pod; a reason to declare the
