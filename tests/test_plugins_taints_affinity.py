@@ -8,6 +8,7 @@ the others are hand-computed from the upstream formulas, shown in the comments.
 
 from __future__ import annotations
 
+import pytest
 from test_plugins_common import pod, run_filter, run_score, table
 
 from batkube_py.scheduler.plugins import NodeAffinity, NodeName, TaintToleration
@@ -210,3 +211,35 @@ def test_label_changes_invalidate_cached_masks():
     assert run_filter(NodeAffinity(), p, nodes)[0] == [True, False]
     nodes.set_labels(1, {**nodes.labels[1], "foo": "bar"})
     assert run_filter(NodeAffinity(), p, nodes)[0] == [True, True]
+
+
+def test_gt_lt_parse_labels_and_operands_as_go_parse_int():
+    """strconv.ParseInt(s, 10, 64): optional sign, ASCII digits, int64 range; else the label never
+    matches, and an operand it cannot parse makes the term match no node (a term error upstream)."""
+    values = ["10", "1_0", "010", "+10", "-10", "\u0661\u0660", "9223372036854775808", "9223372036854775807"]
+    nodes = table(*({} for _ in values))
+    for i, v in enumerate(values):  # set as is: Batsim properties would be made valid label values
+        nodes.set_labels(i, {"gpu": v})
+
+    def gt(bound):
+        aff = _na(
+            requiredDuringSchedulingIgnoredDuringExecution={
+                "nodeSelectorTerms": [{"matchExpressions": [_expr("gpu", "Gt", bound)]}]
+            }
+        )
+        return run_filter(NodeAffinity(), pod("p", affinity=aff), nodes)[0]
+
+    assert gt("5") == [True, False, True, True, False, False, False, True]
+    assert gt("-11") == [True, False, True, True, True, False, False, True]
+    for bad in ("1_0", " 5", "\u0665", "9223372036854775808", ""):
+        assert gt(bad) == [False] * len(values), bad
+
+
+@pytest.mark.parametrize("bad", ["1_0", " 5", "\u0665", "9223372036854775808", "+"])
+def test_added_affinity_gt_operand_must_parse_as_int64(bad):
+    from batkube_py.scheduler.pluginargs import NodeAffinityArgs
+
+    term = {"matchExpressions": [_expr("gpu", "Gt", bad)]}
+    with pytest.raises(ValueError, match="must be a single integer for 'Gt'"):
+        required = {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}
+        NodeAffinityArgs.model_validate({"addedAffinity": required})

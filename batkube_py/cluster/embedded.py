@@ -6,7 +6,7 @@ from kubernetes import client
 
 from batkube_py.cluster.base import Binding, Eviction, Unschedulable
 from batkube_py.scheduler.config import build_profiles, default_config
-from batkube_py.scheduler.framework import NODE_UPDATE, POD_ADD, POD_DELETE, Profile
+from batkube_py.scheduler.framework import NODE_TAINT, POD_ADD, POD_DELETE, NodeChange, Profile
 from batkube_py.scheduler.plugins.noderesources import fits
 from batkube_py.scheduler.podinfo import PodInfo, pod_info
 from batkube_py.scheduler.preemption import preempt
@@ -31,11 +31,16 @@ class EmbeddedCluster:
             for profile in self.profiles.values()
             for plugin in [*profile.pre_filters, *profile.filters]
         }
-        self.queue = SchedulingQueue(queue_config or QueueConfig(), registrations)
+        hints = {
+            (name, plugin.name): plugin
+            for name, profile in self.profiles.items()
+            for plugin in [*profile.pre_filters, *profile.filters]
+            if plugin.hinted_events
+        }
+        self.queue = SchedulingQueue(queue_config or QueueConfig(), registrations, hints)
         self.pods: dict[str, PodInfo] = {}
         self._running = 0
         self.recorder = recorder
-        self.nominated: dict[str, PodInfo] = {}  # preemptors waiting for their victims to leave
         self._evictions: list[Eviction] = []
         self._too_big: dict[tuple, str | None] = {}
 
@@ -70,30 +75,43 @@ class EmbeddedCluster:
 
     def delete_pod(self, name: str, now: float) -> None:
         info = self.pods.pop(name)
-        self.nominated.pop(name, None)
+        self.nodes.nominate(info, None)
         if info.node is not None:
             self.nodes.release(info.node, info)
-            self.queue.event(POD_DELETE, [info.node])
+            self.queue.event(POD_DELETE, [info.node], [info])
             self._running -= 1
         else:
             self.queue.remove(name)
 
     def set_nodes_schedulable(self, nodes: list[str], schedulable: bool, now: float) -> None:
-        changed = [self.nodes.index[name] for name in nodes]
+        """Cordon or uncordon: upstream classes a spec.unschedulable change as UpdateNodeTaint, and a
+        node whose schedulability does not change raises no event."""
+        changed = [
+            i for i in (self.nodes.index[name] for name in nodes) if self.nodes.schedulable[i] != schedulable
+        ]
+        t = self.nodes
+        objects = [
+            NodeChange(
+                i,
+                not schedulable,
+                schedulable,
+                tuple(t.taints[i]),
+                tuple(t.taints[i]),
+                t.labels[i],
+                t.labels[i],
+            )
+            for i in changed
+        ]
         for i in changed:
-            self.nodes.set_schedulable(i, schedulable)
-        self.queue.event(NODE_UPDATE, changed)
+            t.set_schedulable(i, schedulable)
+        if changed:
+            self.queue.event(NODE_TAINT, changed, objects)
 
     def schedule(self, now: float) -> list[Binding]:
         bindings = []
         while (pod := self.queue.pop(now, self.nodes)) is not None:
             profile = self.profiles[pod.scheduler_name]
-            reserved = self._reserve_nominated(pod)
-            try:
-                decision = profile.schedule_one(pod, self.nodes, self.recorder is not None)
-            finally:
-                for i, p in reserved:
-                    self.nodes.reserve(i, p, -1)
+            decision = profile.schedule_one(pod, self.nodes, self.recorder is not None)
             if self.recorder is not None:
                 self.recorder.write(decision, self.nodes, now, pod.scheduler_name)
             if decision.node is None:
@@ -101,29 +119,26 @@ class EmbeddedCluster:
                 self._post_filter(profile, pod)
                 self.queue.failed(pod, now)
                 continue
-            self.nominated.pop(pod.name, None)
-            pod.nominated_node = None
+            self.nodes.nominate(pod, None)
             self.nodes.assume(decision.node, pod)
             pod.node, pod.bound_at = decision.node, now
             self._running += 1
-            self.queue.event(POD_ADD, [decision.node])
+            self.queue.event(POD_ADD, [decision.node], [pod])
             bindings.append(Binding(pod.name, self.nodes.names[decision.node]))
         self.queue.end_cycle()
         return bindings
 
-    def _reserve_nominated(self, pod: PodInfo) -> list[tuple[int, PodInfo]]:
-        """Filters see nominated pods of equal or higher priority as already on their node (upstream)."""
-        reserved = [
-            (p.nominated_node, p)
-            for p in self.nominated.values()
-            if p is not pod and p.priority >= pod.priority and p.nominated_node is not None
-        ]
-        for i, p in reserved:
-            self.nodes.reserve(i, p, +1)
-        return reserved
-
     def _post_filter(self, profile: Profile, pod: PodInfo) -> None:
-        """DefaultPreemption, unless the pod already waits for victims on its nominated node."""
+        """DefaultPreemption (PostFilter), with upstream's bookkeeping of nominations.
+
+        A pod nominated to a node where a lower-priority victim is still terminating waits for it
+        (PodEligibleToPreemptOthers) and keeps its nomination. Otherwise a pod whose preemption finds
+        no candidate drops its nomination; one that finds a node is nominated there, evicts the victims
+        not already terminating, and the lower-priority pods nominated to that node lose their
+        nomination (prepareCandidate).
+        """
+        if profile.preemption is None or pod.pod.spec.preemption_policy == "Never":
+            return
         if pod.nominated_node is not None and any(
             p.terminating and p.priority < pod.priority
             for p in self.nodes.pods_on[pod.nominated_node].values()
@@ -131,13 +146,18 @@ class EmbeddedCluster:
             return
         found = preempt(profile, pod, self.nodes)
         if found is None:
+            self.nodes.nominate(pod, None)
             return
         for victim in found.victims:
+            if victim.terminating:
+                continue
             victim.terminating = True
             why = f"preempted by {pod.name} (priority {pod.priority} > {victim.priority})"
             self._evictions.append(Eviction(victim.name, why))
-        pod.nominated_node = found.node
-        self.nominated[pod.name] = pod
+        for other in list(self.nodes.nominated.get(found.node, {}).values()):
+            if other.priority < pod.priority:
+                self.nodes.nominate(other, None)
+        self.nodes.nominate(pod, found.node)
 
     def take_evictions(self) -> list[Eviction]:
         out, self._evictions = self._evictions, []

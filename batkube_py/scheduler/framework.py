@@ -26,11 +26,27 @@ class PreemptionArgs:
 
 MAX_NODE_SCORE = 100
 
-# Cluster events a plugin registers for (upstream EventsToRegister), named Resource/Action.
+# Cluster events a plugin registers for (upstream EventsToRegister, QueueingHints on as in 1.32),
+# named Resource/Action. Only assigned pods raise pod events here.
 POD_DELETE = "Pod/Delete"
 POD_ADD = "Pod/Add"  # an assigned pod appeared (affinity, topology spread)
 NODE_ADD = "Node/Add"
-NODE_UPDATE = "Node/Update"  # labels, taints, schedulability or allocatable changed
+NODE_TAINT = "Node/UpdateNodeTaint"  # taints or spec.unschedulable changed (upstream classes both so)
+NODE_LABEL = "Node/UpdateNodeLabel"
+NODE_ALLOCATABLE = "Node/UpdateNodeAllocatable"
+
+
+@dataclass(frozen=True)
+class NodeChange:
+    """A node event's old and new state, what a node QueueingHint compares (old None: node added)."""
+
+    index: int
+    old_schedulable: bool | None
+    new_schedulable: bool
+    old_taints: tuple = ()
+    new_taints: tuple = ()
+    old_labels: dict[str, str] | None = None
+    new_labels: dict[str, str] = field(default_factory=dict)
 
 
 # What a PreFilter or PreScore returns when the plugin has nothing to do for this pod (upstream's Skip
@@ -42,10 +58,12 @@ class CycleState(dict):
     """Per-cycle scratch space shared by one pod's extension points, keyed by plugin name.
 
     `filters` holds the Filter plugins this cycle runs: the profile's, less those whose PreFilter said
-    SKIP (upstream's SkipFilterPlugins).
+    SKIP (upstream's SkipFilterPlugins). `nominated` maps a node to the pods nominated to it that the
+    filters must see there: those of equal or higher priority than this pod, other than itself.
     """
 
     filters: list[Plugin]
+    nominated: dict[int, list[PodInfo]]
 
 
 @dataclass
@@ -70,8 +88,16 @@ class Plugin:
     filters = False
     scores = False
 
+    # Events whose QueueingHint depends on the event and the pod; for the other registered events the
+    # hint is Queue (upstream: no QueueingHintFn, or one that always queues for the events raised here).
+    hinted_events: frozenset[str] = frozenset()
+
     def events_to_register(self) -> frozenset[str]:
         return frozenset()
+
+    def queueing_hint(self, pod: PodInfo, event: str, obj: PodInfo | NodeChange) -> bool:
+        """isSchedulableAfter*: can `event` (on `obj`) make `pod`, which this plugin rejected, schedulable?"""
+        return True
 
     def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> str | None:
         """None to go on; SKIP when its Filter has nothing to check for this pod; a reason to declare the
@@ -112,6 +138,16 @@ class Decision:
     top_scores: list[tuple[int, int]] = field(default_factory=list)  # (node index, total score)
     # plugin → {"raw": [...], "normalized": [...], "weight": w} over the top nodes
     plugin_scores: dict[str, list[dict[str, int]]] = field(default_factory=dict)
+
+
+def _nominated_for(pod: PodInfo, nodes: NodeTable) -> dict[int, list[PodInfo]]:
+    """addGENominatedPods: per node, the pods nominated there with priority >= the pod's, not itself."""
+    out = {}
+    for i, pods in nodes.nominated.items():
+        keep = [p for p in pods.values() if p is not pod and p.priority >= pod.priority]
+        if keep:
+            out[i] = keep
+    return out
 
 
 def num_feasible_nodes_to_find(n: int, percentage: int) -> int:
@@ -159,6 +195,11 @@ class Profile:
             mask = plugin.feasible_mask(state, pod, nodes)
             if mask is not None:
                 ok = mask if ok is None else ok & mask
+        if state.nominated:
+            ok = np.ones(len(nodes), dtype=bool) if ok is None else ok.copy()  # masks may be live columns
+            for i in state.nominated:
+                if ok[i] and not self._passes_with_nominated(state, pod, nodes, i)[0]:
+                    ok[i] = False
         fits = nodes.all if ok is None else ok.nonzero()[0]
         if fits.size == 0:
             return None
@@ -189,11 +230,11 @@ class Profile:
         # the nodes it processed move the start index on, so every node gets its turn across pods.
         s = self.next_start
         idx = nodes.all if s == 0 else np.concatenate((nodes.all[s:], nodes.all[:s]))
-        idx, reasons, rejected, levels = self._filter_chain(state, pod, nodes, idx)
+        idx, reasons, rejected, levels = self._filter_nodes(state, pod, nodes, idx)
         found = idx.size
         idx, processed = self._cut(idx, found, n, want)
         if found > want and reasons:  # nodes past the cut were never examined upstream: uncounted
-            if all(r.masks is not None for _, _, r in levels):
+            if levels is not None and all(r.masks is not None for _, _, r in levels):
                 reasons, rejected = self._recount_masks(levels, n, processed)
             else:
                 reasons, rejected = self._recount(state, pod, nodes, processed)
@@ -231,10 +272,60 @@ class Profile:
             idx = result.keep(idx)
         return idx, reasons, rejected, levels
 
+    def _filter_nodes(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray):
+        """_filter_chain, with the nominated pods on their nodes as RunFilterPluginsWithNominatedPods
+        has them: such a node passes if the filters pass with those pods and again without them; if it
+        fails with them, their reasons are its reasons. No per-filter levels then (None)."""
+        if not state.nominated:
+            return self._filter_chain(state, pod, nodes, idx)
+        on_nominated = np.isin(idx, np.fromiter(state.nominated, dtype=np.int64))
+        kept, reasons, rejected, _ = self._filter_chain(state, pod, nodes, idx[~on_nominated])
+        feasible = set(kept.tolist())
+        for i in idx[on_nominated].tolist():
+            ok, why, by = self._passes_with_nominated(state, pod, nodes, i)
+            if ok:
+                ok, why, by = self._passes_alone(state, pod, nodes, i)
+            if ok:
+                feasible.add(i)
+            for reason, k in why.items():
+                reasons[reason] = reasons.get(reason, 0) + k
+            rejected |= by
+        keep = np.fromiter((i in feasible for i in idx.tolist()), dtype=bool, count=idx.size)
+        return idx[keep], reasons, rejected, None
+
+    def _passes_alone(self, state: CycleState, pod: PodInfo, nodes: NodeTable, i: int):
+        kept, reasons, rejected, _ = self._filter_chain(state, pod, nodes, np.array([i]))
+        return kept.size == 1, reasons, rejected
+
+    def _passes_with_nominated(self, state: CycleState, pod: PodInfo, nodes: NodeTable, i: int):
+        """(passes, reasons, rejecting plugins) of node i with its nominated pods on it.
+
+        The PreFilter states are computed afresh with the pods there, which is what upstream's
+        PreFilterExtensions.AddPod does to a copy of the cycle state; skipped plugins stay skipped.
+        """
+        added = state.nominated.get(i)
+        if not added:
+            return True, {}, set()
+        with_them = CycleState()
+        with_them.filters, with_them.nominated = state.filters, {}
+        nodes.add_nominated(i, added)
+        try:
+            return self._passes_alone(with_them, pod, nodes, i)
+        finally:
+            nodes.remove_nominated(i, added)
+
+    def passes(self, state: CycleState, pod: PodInfo, nodes: NodeTable, i: int) -> bool:
+        """Whether node i passes every filter, nominated pods counted (one node's RunFilterPlugins-
+        WithNominatedPods): the nominated node's shortcut and preemption's dry run ask this."""
+        return (
+            self._passes_with_nominated(state, pod, nodes, i)[0]
+            and self._passes_alone(state, pod, nodes, i)[0]
+        )
+
     def _recount(self, state: CycleState, pod: PodInfo, nodes: NodeTable, processed: int):
         s = self.next_start
         examined = np.concatenate((nodes.all[s:], nodes.all[:s]))[:processed]
-        _, reasons, rejected, _ = self._filter_chain(state, pod, nodes, examined)
+        _, reasons, rejected, _ = self._filter_nodes(state, pod, nodes, examined)
         return reasons, rejected
 
     def diagnose(self, pod: PodInfo, nodes: NodeTable) -> tuple[int, dict[str, int]]:
@@ -256,6 +347,7 @@ class Profile:
             elif why is not None:
                 return plugin.name, why
         state.filters = [p for p in self.filters if p not in skipped] if skipped else self.filters
+        state.nominated = _nominated_for(pod, nodes) if nodes.nominated else {}
         return None
 
     def schedule_one(self, pod: PodInfo, nodes: NodeTable, explain: bool = False) -> Decision:
@@ -263,6 +355,10 @@ class Profile:
         state = CycleState()
         if (stop := self.pre_filter(state, pod, nodes)) is not None:
             return Decision(pod, None, 0, {stop[1]: len(nodes)}, frozenset({stop[0]}))
+        # evaluateNominatedNode: a preemptor tries the node it was nominated to first, and takes it
+        # without scoring if it passes
+        if (i := pod.nominated_node) is not None and self.passes(state, pod, nodes, i):
+            return Decision(pod, i, 1, {}, frozenset(), 1)
         quick = None if explain else self._feasible_quick(state, pod, nodes)
         idx, reasons, rejected, processed = quick or self._feasible(state, pod, nodes)
         if idx.size == 0:

@@ -10,6 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from batkube_py.scheduler.goint import parse_int64
+
 _STRICT = ConfigDict(extra="forbid", populate_by_name=True)
 _INCLUSION = {"Honor", "Ignore"}
 _NODE_OPS = {"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"}
@@ -204,7 +206,7 @@ def _check_term(term: dict[str, Any], where: str) -> None:
                 raise ValueError(f"{where}.{kind}[{j}].values: must be specified for '{op}'")
             if op in ("Exists", "DoesNotExist") and values:
                 raise ValueError(f"{where}.{kind}[{j}].values: may not be specified for '{op}'")
-            if op in ("Gt", "Lt") and (len(values) != 1 or not str(values[0]).lstrip("-").isdigit()):
+            if op in ("Gt", "Lt") and (len(values) != 1 or parse_int64(str(values[0])) is None):
                 raise ValueError(f"{where}.{kind}[{j}].values: must be a single integer for '{op}'")
             if kind == "matchFields" and r.get("key") != "metadata.name":
                 raise ValueError(f"{where}.{kind}[{j}].key: Unsupported value: {r.get('key')!r}")

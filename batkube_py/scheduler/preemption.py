@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from batkube_py.scheduler.framework import CycleState, Profile
 from batkube_py.scheduler.podinfo import PodInfo
 from batkube_py.scheduler.snapshot import NodeTable
@@ -34,19 +32,21 @@ def _more_important_first(pods: list[PodInfo]) -> list[PodInfo]:
 
 
 def _fits_on(profile: Profile, pod: PodInfo, nodes: NodeTable, i: int) -> bool:
+    """RunFilterPluginsWithNominatedPods on node i: pods nominated there with priority >= the pod's
+    count, so a node already promised to another preemptor is not promised twice."""
     state = CycleState()
     if profile.pre_filter(state, pod, nodes) is not None:
         return False
-    idx = np.array([i])
-    for plugin in state.filters:
-        if plugin.filter(state, pod, nodes, idx).keep(idx).size == 0:
-            return False
-    return True
+    return profile.passes(state, pod, nodes, i)
 
 
 def _victims_on(profile: Profile, pod: PodInfo, nodes: NodeTable, i: int) -> list[PodInfo] | None:
-    """selectVictimsOnNode: the fewest, least important pods whose removal lets `pod` fit on node i."""
-    lower = [p for p in nodes.pods_on[i].values() if p.priority < pod.priority and not p.terminating]
+    """selectVictimsOnNode: the fewest, least important pods whose removal lets `pod` fit on node i.
+
+    Pods already terminating (victims of an earlier preemption) are candidates like any other, as
+    upstream, where they stay on the node until they are gone.
+    """
+    lower = [p for p in nodes.pods_on[i].values() if p.priority < pod.priority]
     if not lower:
         return None
     for p in lower:

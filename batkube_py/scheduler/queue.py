@@ -1,9 +1,11 @@
 """The scheduling queue, on the simulated clock: activeQ, backoffQ and unschedulable (parked) pods.
 
-As upstream (scheduling_queue.go, QueueingHints off): a pod that fits nowhere is parked with the
-plugins that rejected it; a cluster event those plugins registered for moves it back, to activeQ if its
-backoff (1 s doubling to 10 s per attempt) has expired, else to backoffQ, flushed on a 1-s tick; parked
-pods older than 5 min are flushed every 30 s; a failed pod's queue timestamp becomes the failure time.
+As upstream (scheduling_queue.go, QueueingHints on as in 1.32): a pod that fits nowhere is parked
+with the plugins that rejected it; a cluster event those plugins registered for moves it back when one
+of those plugins' QueueingHint says the event can help it (Plugin.queueing_hint; most registered events
+here always can), to activeQ if its backoff (1 s doubling to 10 s per attempt) has expired, else to
+backoffQ, flushed on a 1-s tick; parked pods older than 5 min are flushed every 30 s; a failed pod's
+queue timestamp becomes the failure time.
 
 Retrying every parked pod on every completion is what makes a naive twin slow: thousands of doomed
 cycles per event. A pod rejected only for resources (NodeResourcesFit / NodeUnschedulable) by an event
@@ -21,13 +23,13 @@ from functools import lru_cache
 
 import numpy as np
 
-from batkube_py.scheduler.framework import NODE_UPDATE, POD_DELETE
+from batkube_py.scheduler.framework import NODE_TAINT, POD_DELETE, NodeChange, Plugin
 from batkube_py.scheduler.plugins.noderesources import fits
 from batkube_py.scheduler.podinfo import PodInfo
 from batkube_py.scheduler.snapshot import NodeTable
 
 _FAST_PLUGINS = ("NodeResourcesFit", "NodeUnschedulable")
-_FAST_EVENTS = frozenset({POD_DELETE, NODE_UPDATE})
+_FAST_EVENTS = frozenset({POD_DELETE, NODE_TAINT})
 UNSCHEDULABLE_TIMEOUT = "UnschedulableTimeout"
 
 
@@ -113,14 +115,26 @@ class _Parked:
 
 
 class SchedulingQueue:
-    def __init__(self, config: QueueConfig, registrations: dict[str, frozenset[str]]):
-        """`registrations`: plugin name → the cluster events it registered for."""
+    def __init__(
+        self,
+        config: QueueConfig,
+        registrations: dict[str, frozenset[str]],
+        hints: dict[tuple[str, str], Plugin] | None = None,
+    ):
+        """`registrations`: plugin name → the cluster events it registered for; `hints`: (scheduler
+        name, plugin name) → the plugin whose queueing_hint decides its `hinted_events`."""
         self.config = config
         self._bit = {name: 1 << i for i, name in enumerate(sorted(registrations))}
         self._event_bits: dict[str, int] = {UNSCHEDULABLE_TIMEOUT: 0}
         for name, events in registrations.items():
             for ev in events:
                 self._event_bits[ev] = self._event_bits.get(ev, 0) | self._bit[name]
+        self._hints = hints or {}
+        self._hinted_bits: dict[str, int] = {}  # event → plugins (bits) whose hint for it must be asked
+        for (_, name), plugin in self._hints.items():
+            for ev in plugin.hinted_events:
+                self._hinted_bits[ev] = self._hinted_bits.get(ev, 0) | (self._bit.get(name, 0))
+        self._objects: list[tuple[str, PodInfo | NodeChange]] = []
         self._fast = sum(self._bit.get(p, 0) for p in _FAST_PLUGINS)
         self._active: list[tuple[tuple[int, float, int], PodInfo]] = []
         self._backoff: list[tuple[float, int, PodInfo]] = []
@@ -145,9 +159,13 @@ class SchedulingQueue:
     def add(self, pod: PodInfo) -> None:
         heapq.heappush(self._active, (pod.sort_key, pod))
 
-    def event(self, kind: str, nodes: list[int] | range) -> None:
-        if self._event_bits.get(kind, 0) & self._parked.bits_union():
+    def event(self, kind: str, nodes: list[int] | range, objects: list[PodInfo | NodeChange] = ()) -> None:
+        """A cluster event on `nodes`; `objects` (the pod, or each node's change) feed the hints."""
+        parked = self._parked.bits_union()
+        if self._event_bits.get(kind, 0) & parked:
             self._events.setdefault(kind, set()).update(nodes)
+            if self._hinted_bits.get(kind, 0) & parked:
+                self._objects.extend((kind, obj) for obj in objects)
 
     def failed(self, pod: PodInfo, now: float) -> None:
         """A cycle found no node: count the attempt, refresh the timestamp, park or back off."""
@@ -238,17 +256,23 @@ class SchedulingQueue:
 
     def _move(self, now: float, nodes: NodeTable) -> None:
         events, self._events = self._events, {}
+        objects, self._objects = self._objects, []
         n = len(self._parked.pods)
         if n == 0:
             return
         c = {k: v[:n] for k, v in self._parked.col.items()}
-        mask = 0
+        queue_always, ask = 0, 0  # plugins whose hint always queues for one of the events / to be asked
         for kind in events:
-            mask |= self._event_bits.get(kind, 0)
+            registered, hinted = self._event_bits.get(kind, 0), self._hinted_bits.get(kind, 0)
+            queue_always |= registered & ~hinted
+            ask |= registered & hinted
         period = self.config.unschedulable_flush_period
         last_tick = math.floor(now / period) * period
         timed_out = c["alive"] & (last_tick - c["ts"] > self.config.max_in_unschedulable)
-        hit = c["alive"] & ((c["bits"] & mask) != 0)
+        hit = c["alive"] & ((c["bits"] & queue_always) != 0)
+        if ask:
+            for i in np.flatnonzero(c["alive"] & ~hit & ((c["bits"] & ask) != 0)):
+                hit[i] = self._worth_requeuing(self._parked.pods[i], objects)
         moving = hit | timed_out
         if not moving.any():
             return
@@ -281,6 +305,18 @@ class SchedulingQueue:
                 cfg.pod_initial_backoff * 2.0 ** (att - 1), cfg.pod_max_backoff
             )
             c["ts"][doomed] = now
+
+    def _worth_requeuing(self, pod: PodInfo, objects: list[tuple[str, PodInfo | NodeChange]]) -> bool:
+        """isPodWorthRequeuing: some plugin that rejected the pod hints Queue for some event."""
+        for kind, obj in objects:
+            asked = self._hinted_bits.get(kind, 0) & self.bits(pod.rejected_by)
+            for name in pod.rejected_by:
+                if not asked & self._bit.get(name, 0):
+                    continue
+                plugin = self._hints.get((pod.scheduler_name, name))
+                if plugin is None or plugin.queueing_hint(pod, kind, obj):
+                    return True
+        return False
 
     def _doomed_everywhere(self, c: dict[str, np.ndarray], nodes: NodeTable, rows: np.ndarray) -> np.ndarray:
         out = np.zeros(rows.size, dtype=bool)

@@ -69,6 +69,8 @@ class NodeTable:
         # Assigned pods carrying pod (anti-)affinity, name → node: InterPodAffinity skips when there are none.
         self.affinity_pods: dict[str, int] = {}
         self.anti_affinity_pods: dict[str, int] = {}  # those with *required* anti-affinity (symmetry)
+        # Upstream's nominator: node → the pods nominated to it by preemption, waiting for their victims.
+        self.nominated: dict[int, dict[str, PodInfo]] = {}
 
     def label_column(self, key: str) -> np.ndarray:
         """Every node's value for a label key (None where absent), as one column for vector matching."""
@@ -162,32 +164,57 @@ class NodeTable:
             if col is not None:
                 col[i] += sign * q
 
-    def assume(self, i: int, pod: PodInfo) -> None:
+    def _add(self, i: int, pod: PodInfo) -> None:
         self._apply(i, pod, +1)
         self.pods_on[i][pod.name] = pod
-        self.priorities[pod.priority] = self.priorities.get(pod.priority, 0) + 1
         if pod.has_pod_affinity:
             self.affinity_pods[pod.name] = i
             if pod.has_required_anti_affinity:
                 self.anti_affinity_pods[pod.name] = i
+
+    def _remove(self, i: int, pod: PodInfo) -> None:
+        self._apply(i, pod, -1)
+        del self.pods_on[i][pod.name]
+        self.affinity_pods.pop(pod.name, None)
+        self.anti_affinity_pods.pop(pod.name, None)
+
+    def assume(self, i: int, pod: PodInfo) -> None:
+        self._add(i, pod)
+        self.priorities[pod.priority] = self.priorities.get(pod.priority, 0) + 1
         self.check(i)
 
     def restore(self, i: int, pod: PodInfo) -> None:
         """Put back a pod taken off by a dry run: the node was valid with it, so nothing to check."""
-        self._apply(i, pod, +1)
-        self.pods_on[i][pod.name] = pod
+        self._add(i, pod)
         self.priorities[pod.priority] += 1
 
     def reserve(self, i: int, pod: PodInfo, sign: int) -> None:
-        """Count (or stop counting) a nominated pod's requests on node i, without placing it."""
+        """Count (or stop counting) a pod's requests on node i, without placing it."""
         self._apply(i, pod, sign)
 
     def release(self, i: int, pod: PodInfo) -> None:
-        self._apply(i, pod, -1)
-        del self.pods_on[i][pod.name]
+        self._remove(i, pod)
         self.priorities[pod.priority] -= 1
-        self.affinity_pods.pop(pod.name, None)
-        self.anti_affinity_pods.pop(pod.name, None)
+
+    def nominate(self, pod: PodInfo, i: int | None) -> None:
+        """Record the node a preemptor waits for (None: clear it), as upstream's nominator does."""
+        old = pod.nominated_node
+        if old is not None and (on := self.nominated.get(old)) is not None:
+            on.pop(pod.name, None)
+            if not on:
+                del self.nominated[old]
+        pod.nominated_node = i
+        if i is not None:
+            self.nominated.setdefault(i, {})[pod.name] = pod
+
+    def add_nominated(self, i: int, pods: list[PodInfo]) -> None:
+        """Put nominated pods on node i for one filter pass (upstream adds them to a copy of the node)."""
+        for p in pods:
+            self._add(i, p)
+
+    def remove_nominated(self, i: int, pods: list[PodInfo]) -> None:
+        for p in pods:
+            self._remove(i, p)
 
     def check(self, i: int) -> None:
         over = []

@@ -15,6 +15,7 @@ import numpy as np
 from kubernetes import client
 
 from batkube_py.scheduler.framework import MAX_NODE_SCORE
+from batkube_py.scheduler.goint import parse_int64
 from batkube_py.scheduler.podinfo import PodInfo
 from batkube_py.scheduler.snapshot import NodeTable
 
@@ -79,13 +80,6 @@ def untolerated_mask(pod: PodInfo, nodes: NodeTable, effects: frozenset[str] = D
 # ---- node selectors ------------------------------------------------------------------------------------
 
 
-def _as_int(v: str) -> int | None:
-    try:
-        return int(v, 10)
-    except ValueError:
-        return None
-
-
 def requirement_mask(nodes: NodeTable, key: str, op: str, values: list[str] | None) -> np.ndarray | None:
     """One NodeSelectorRequirement over all nodes; None if the requirement is invalid (matches nothing)."""
     values = values or []
@@ -101,12 +95,12 @@ def requirement_mask(nodes: NodeTable, key: str, op: str, values: list[str] | No
             return None
         return codes >= 0 if op == "Exists" else codes < 0
     if op in ("Gt", "Lt"):
-        bound = _as_int(values[0]) if len(values) == 1 else None
+        bound = parse_int64(values[0]) if len(values) == 1 else None
         if bound is None:
             return None
         per_value = np.zeros(len(table) + 1, dtype=bool)  # last slot: absent label (code -1)
         for v, c in table.items():
-            n = _as_int(v)
+            n = parse_int64(v)
             per_value[c] = n is not None and (n > bound if op == "Gt" else n < bound)
         return per_value[codes]
     return None

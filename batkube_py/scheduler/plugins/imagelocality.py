@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from batkube_py.scheduler.framework import NODE_ADD, NODE_UPDATE, SKIP, CycleState, Plugin
+from batkube_py.scheduler.framework import NODE_ADD, SKIP, CycleState, Plugin
 from batkube_py.scheduler.podinfo import PodInfo
 from batkube_py.scheduler.snapshot import NodeTable
 
@@ -19,7 +19,7 @@ class ImageLocality(Plugin):
     scores = True
 
     def events_to_register(self) -> frozenset[str]:
-        return frozenset({NODE_ADD, NODE_UPDATE})
+        return frozenset({NODE_ADD})
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> str | None:
         return SKIP

@@ -11,7 +11,7 @@ import numpy as np
 from kubernetes import client
 
 from batkube_py import translate
-from batkube_py.scheduler.framework import NODE_ADD, NODE_UPDATE, PASS, SKIP, CycleState, FilterResult, Plugin
+from batkube_py.scheduler.framework import NODE_ADD, NODE_LABEL, PASS, SKIP, CycleState, FilterResult, Plugin
 from batkube_py.scheduler.pluginargs import NodeAffinityArgs
 from batkube_py.scheduler.plugins.helpers import (
     default_normalize,
@@ -53,7 +53,7 @@ class NodeAffinity(Plugin):
         return cls(translate._k8s_object(added, "V1NodeAffinity") if added else None)
 
     def events_to_register(self) -> frozenset[str]:
-        return frozenset({NODE_ADD, NODE_UPDATE})
+        return frozenset({NODE_ADD, NODE_LABEL})
 
     def _added_mask(self, nodes: NodeTable) -> np.ndarray | None:
         if self._added_required is None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from batkube_py.scheduler.framework import NODE_ADD, NODE_UPDATE, PASS, CycleState, FilterResult, Plugin
+from batkube_py.scheduler.framework import NODE_ADD, PASS, CycleState, FilterResult, Plugin
 from batkube_py.scheduler.podinfo import PodInfo
 from batkube_py.scheduler.snapshot import NodeTable
 
@@ -16,7 +16,7 @@ class NodeName(Plugin):
     filters = True
 
     def events_to_register(self) -> frozenset[str]:
-        return frozenset({NODE_ADD, NODE_UPDATE})
+        return frozenset({NODE_ADD})
 
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> FilterResult:
         wanted = pod.pod.spec.node_name

@@ -12,7 +12,7 @@ import numpy as np
 from batkube_py.scheduler.framework import (
     MAX_NODE_SCORE,
     NODE_ADD,
-    NODE_UPDATE,
+    NODE_ALLOCATABLE,
     POD_DELETE,
     CycleState,
     FilterResult,
@@ -85,7 +85,7 @@ class NodeResourcesFit(Plugin):
         )
 
     def events_to_register(self) -> frozenset[str]:
-        return frozenset({POD_DELETE, NODE_ADD, NODE_UPDATE})
+        return frozenset({POD_DELETE, NODE_ADD, NODE_ALLOCATABLE})
 
     def _ignored(self, resource: str) -> bool:
         return resource in self.ignored or resource.partition("/")[0] in self.ignored_groups

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from batkube_py.scheduler.framework import NODE_ADD, NODE_UPDATE, PASS, CycleState, FilterResult, Plugin
+from batkube_py.scheduler.framework import (
+    NODE_ADD,
+    NODE_TAINT,
+    PASS,
+    CycleState,
+    FilterResult,
+    NodeChange,
+    Plugin,
+)
 from batkube_py.scheduler.podinfo import PodInfo
 from batkube_py.scheduler.snapshot import NodeTable
 
@@ -15,8 +23,14 @@ class NodeUnschedulable(Plugin):
     name = "NodeUnschedulable"
     filters = True
 
+    hinted_events = frozenset({NODE_TAINT})
+
     def events_to_register(self) -> frozenset[str]:
-        return frozenset({NODE_ADD, NODE_UPDATE})
+        return frozenset({NODE_ADD, NODE_TAINT})
+
+    def queueing_hint(self, pod: PodInfo, event: str, obj: NodeChange) -> bool:
+        """Only a node turning schedulable (or added schedulable) can help."""
+        return obj.new_schedulable and obj.old_schedulable is not True
 
     def feasible_mask(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> np.ndarray | None:
         return None if nodes.all_schedulable else nodes.schedulable

@@ -23,13 +23,15 @@ from kubernetes import client
 
 from batkube_py.scheduler.framework import (
     NODE_ADD,
-    NODE_UPDATE,
+    NODE_LABEL,
+    NODE_TAINT,
     PASS,
     POD_ADD,
     POD_DELETE,
     SKIP,
     CycleState,
     FilterResult,
+    NodeChange,
     Plugin,
 )
 from batkube_py.scheduler.pluginargs import PodTopologySpreadArgs
@@ -127,8 +129,26 @@ class PodTopologySpread(Plugin):
             args.defaultSelector,
         )
 
+    hinted_events = frozenset({POD_ADD, POD_DELETE, NODE_TAINT})
+
     def events_to_register(self) -> frozenset[str]:
-        return frozenset({POD_ADD, POD_DELETE, NODE_ADD, NODE_UPDATE})
+        return frozenset({POD_ADD, POD_DELETE, NODE_ADD, NODE_LABEL, NODE_TAINT})
+
+    def queueing_hint(self, pod: PodInfo, event: str, obj: PodInfo | NodeChange) -> bool:
+        """Pods: an assigned pod of the same namespace matched by a hard constraint's selector. Nodes:
+        one carrying every topology key whose labels or taints changed, or that gained or lost a key."""
+        cons = self.constraints(pod, "DoNotSchedule")
+        if isinstance(obj, PodInfo):
+            if obj is not pod and obj.namespace != pod.namespace:
+                return False
+            return any(c.selector.matches(obj.labels) for c in cons)
+        now = all(c.key in obj.new_labels for c in cons)
+        if obj.old_labels is None:
+            return now
+        if all(c.key in obj.old_labels for c in cons) != now:
+            return True
+        keys_changed = any(obj.old_labels.get(c.key) != obj.new_labels.get(c.key) for c in cons)
+        return now and (keys_changed or tuple(obj.old_taints) != tuple(obj.new_taints))
 
     def constraints(self, pod: PodInfo, action: str) -> list[Constraint]:
         key = self._cache_keys[action]

@@ -8,7 +8,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from batkube_py.scheduler.framework import NODE_ADD, NODE_UPDATE, PASS, SKIP, CycleState, FilterResult, Plugin
+from batkube_py.scheduler.framework import (
+    NODE_ADD,
+    NODE_TAINT,
+    PASS,
+    SKIP,
+    CycleState,
+    FilterResult,
+    NodeChange,
+    Plugin,
+)
 from batkube_py.scheduler.plugins.helpers import (
     DO_NOT_SCHEDULE_EFFECTS,
     default_normalize,
@@ -35,8 +44,19 @@ class TaintToleration(Plugin):
     filters = True
     scores = True
 
+    hinted_events = frozenset({NODE_TAINT})
+
     def events_to_register(self) -> frozenset[str]:
-        return frozenset({NODE_ADD, NODE_UPDATE})
+        return frozenset({NODE_ADD, NODE_TAINT})
+
+    def queueing_hint(self, pod: PodInfo, event: str, obj: NodeChange) -> bool:
+        """Only a node whose NoSchedule/NoExecute taints went from untolerated to tolerated can help
+        (cordoning and uncordoning leave the taints as they were)."""
+        tolerations = pod.pod.spec.tolerations or []
+        was = obj.old_schedulable is None or (
+            first_untolerated(obj.old_taints, tolerations, DO_NOT_SCHEDULE_EFFECTS) is not None
+        )
+        return was and first_untolerated(obj.new_taints, tolerations, DO_NOT_SCHEDULE_EFFECTS) is None
 
     def feasible_mask(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> np.ndarray | None:
         return None if not nodes.any_tainted else super().feasible_mask(state, pod, nodes)
