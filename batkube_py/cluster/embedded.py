@@ -91,11 +91,11 @@ class EmbeddedCluster:
             reserved = self._reserve_nominated(pod)
             try:
                 decision = profile.schedule_one(pod, self.nodes, self.recorder is not None)
+                if self.recorder is not None:
+                    self.recorder.write(decision, self.nodes, now, profile)
             finally:
                 for i, p in reserved:
                     self.nodes.reserve(i, p, -1)
-            if self.recorder is not None:
-                self.recorder.write(decision, self.nodes, now, pod.scheduler_name)
             if decision.node is None:
                 pod.rejected_by = decision.rejected_by
                 self._post_filter(profile, pod)
