@@ -69,7 +69,7 @@ def overlay_timeseries(groups: list[Group]) -> Figure:
     run_ax.set_ylabel("running jobs")
     queue_ax.set_ylabel("queued jobs")
     queue_ax.set_xlabel("time (s)")
-    run_ax.legend(fontsize="small")
+    run_ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))  # outside: no data hidden
     for ax in (run_ax, queue_ax):
         ax.grid(True)
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))

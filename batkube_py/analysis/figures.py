@@ -113,8 +113,8 @@ def waiting_figure(waits: dict[str, pd.Series], title: str = "Waiting time distr
     ecdf.set_ylabel("fraction of jobs")
     for ax in (hist, ecdf):
         ax.grid(True)
-        if len(waits) > 1:
-            ax.legend(fontsize="small")
+    if len(waits) > 1:  # one legend, where the CDFs leave room (below them, on the right)
+        ecdf.legend(fontsize="small", loc="lower right")
     fig.suptitle(title)
     fig.tight_layout()
     return fig
