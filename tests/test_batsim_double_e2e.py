@@ -28,30 +28,12 @@ def _free_port() -> int:
 def run_pair(platform: Path, workload: Path, out_dir: Path, timeout: float = 120) -> dict[str, str]:
     port = _free_port()
     endpoint = f"tcp://127.0.0.1:{port}"
-    dp = subprocess.Popen(
-        [sys.executable, str(SHARED / "bench" / "fcfs_baseline.py"), "--no-log", "--endpoint", endpoint],
-        stderr=subprocess.PIPE,
-    )
+    dp = subprocess.Popen([sys.executable, str(SHARED / "bench" / "fcfs_baseline.py"), "--no-log",
+                           "--endpoint", endpoint], stderr=subprocess.PIPE)
     try:
-        res = subprocess.run(
-            [
-                str(BATSIM),
-                "-p",
-                str(platform),
-                "-w",
-                str(workload),
-                "-e",
-                str(out_dir / "out"),
-                "-s",
-                endpoint,
-                "-q",
-                "--max-wait",
-                "60",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
+        res = subprocess.run([str(BATSIM), "-p", str(platform), "-w", str(workload), "-e",
+                              str(out_dir / "out"), "-s", endpoint, "-q", "--max-wait", "60"],
+                             capture_output=True, text=True, timeout=timeout)
         assert res.returncode == 0, res.stderr[-2000:]
         dp.wait(timeout=30)
     finally:
@@ -61,14 +43,11 @@ def run_pair(platform: Path, workload: Path, out_dir: Path, timeout: float = 120
         return next(csv.DictReader(f))
 
 
-@pytest.mark.parametrize(
-    ("workload", "makespan", "mean_wait"),
-    [("200_delay170.json", 2210.0, 979.2), ("spaced_200_delay170.json", 2280.0, 57.6)],
-)
+@pytest.mark.parametrize(("workload", "makespan", "mean_wait"),
+                         [("200_delay170.json", 2210.0, 979.2), ("spaced_200_delay170.json", 2280.0, 57.6)])
 def test_fcfs_on_graphene(workload: str, makespan: float, mean_wait: float, tmp_path: Path) -> None:
-    sched = run_pair(
-        REF / "platforms" / "platform_graphene_16nodes.xml", REF / "workloads" / workload, tmp_path
-    )
+    sched = run_pair(REF / "platforms" / "platform_graphene_16nodes.xml", REF / "workloads" / workload,
+                     tmp_path)
     assert float(sched["makespan"]) == pytest.approx(makespan, abs=1.0)
     assert float(sched["mean_waiting_time"]) == pytest.approx(mean_wait, abs=1.0)
     assert int(sched["nb_jobs"]) == 200
@@ -78,31 +57,14 @@ def test_python_m_entry_point(tmp_path: Path) -> None:
     case = SHARED / "batsim" / "transcripts" / "a_4hosts_6delays"
     port = _free_port()
     endpoint = f"tcp://127.0.0.1:{port}"
-    dp = subprocess.Popen(
-        [sys.executable, str(SHARED / "bench" / "fcfs_baseline.py"), "--no-log", "--endpoint", endpoint],
-        stderr=subprocess.PIPE,
-    )
+    dp = subprocess.Popen([sys.executable, str(SHARED / "bench" / "fcfs_baseline.py"), "--no-log",
+                           "--endpoint", endpoint], stderr=subprocess.PIPE)
     try:
-        res = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "batkube_py.batsim_double",
-                "-p",
-                str(case / "platform.xml"),
-                "-w",
-                str(case / "workload.json"),
-                "-e",
-                str(tmp_path / "out"),
-                "-s",
-                endpoint,
-                "--some-unknown-flag",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            cwd=str(TESTS),
-        )
+        res = subprocess.run([sys.executable, "-m", "batkube_py.batsim_double", "-p",
+                              str(case / "platform.xml"), "-w",
+                              str(case / "workload.json"), "-e", str(tmp_path / "out"), "-s", endpoint,
+                              "--some-unknown-flag"], capture_output=True, text=True, timeout=60,
+                             cwd=str(TESTS))
         dp.wait(timeout=30)
     finally:
         if dp.poll() is None:

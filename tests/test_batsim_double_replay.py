@@ -29,22 +29,10 @@ CASES = {
     "g_batsim_started_first": ("g_batsim_started_first", False, False),
     "pybatsim_schedFcfs_small_platform": ("pybatsim_schedFcfs_small_platform", False, False),
 }
-BAD = [
-    "alloc_out_of_range",
-    "bad_alloc_string",
-    "drop_job",
-    "event_after_now",
-    "future_now",
-    "malformed_json",
-    "missing_now",
-    "overlap_alloc",
-    "time_travel",
-    "unknown_event_type",
-    "unknown_job",
-    "wrong_alloc_size",
-    "die",
-    "no_decision_process",
-]
+BAD = ["alloc_out_of_range", "bad_alloc_string", "drop_job", "event_after_now", "future_now",
+       "malformed_json",
+       "missing_now", "overlap_alloc", "time_travel", "unknown_event_type", "unknown_job", "wrong_alloc_size",
+       "die", "no_decision_process"]
 for _b in BAD:
     CASES[f"bad_replies/{_b}"] = (f"bad_replies/{_b}", False, False)
 
@@ -78,13 +66,8 @@ def replay(name: str, tmp_path: Path) -> tuple[BatsimDouble, Path]:
     sub, sharing, fwd = CASES[name]
     case_dir = TR / sub
     prefix = tmp_path / "out"
-    double = BatsimDouble(
-        str(case_dir / "platform.xml"),
-        [str(case_dir / "workload.json")],
-        compute_sharing=sharing,
-        forward_profiles=fwd,
-        export_prefix=str(prefix),
-    )
+    double = BatsimDouble(str(case_dir / "platform.xml"), [str(case_dir / "workload.json")],
+                          compute_sharing=sharing, forward_profiles=fwd, export_prefix=str(prefix))
     records = _load(case_dir)
     text = double.start()
     for rec in records:
@@ -171,11 +154,8 @@ def test_abort_messages_match_batsim_log(bad: str, tmp_path: Path) -> None:
     assert double.outcome.status == "aborted"
     assert double.outcome.message == CRITICAL[bad]
     assert CRITICAL[bad] in (case_dir / "batsim.stderr").read_text()
-    stamp = next(
-        line
-        for line in (case_dir / "batsim.stderr").read_text().splitlines()
-        if CRITICAL[bad] in line and "CRITICAL" in line or "Runtime error" in line
-    )
+    stamp = next(line for line in (case_dir / "batsim.stderr").read_text().splitlines()
+                 if CRITICAL[bad] in line and "CRITICAL" in line or "Runtime error" in line)
     assert f"{double.outcome.time:f}]" in stamp
 
 
@@ -196,9 +176,8 @@ def test_drop_job_is_a_deadlock(tmp_path: Path) -> None:
 
 def test_master_named_master_host_with_role_prop() -> None:
     case_dir = TR / "pitfall_master_named_master_host_with_role_prop"
-    double = BatsimDouble(
-        str(case_dir / "platform.xml"), [str(case_dir / "workload.json")], forward_profiles=True
-    )
+    double = BatsimDouble(str(case_dir / "platform.xml"), [str(case_dir / "workload.json")],
+                          forward_profiles=True)
     assert double.start() is None
     assert double.exit_code == 134
     assert "Cannot create any role from string description 'master,master'" in double.outcome.message

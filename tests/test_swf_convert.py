@@ -27,45 +27,21 @@ KIT = SHARED / "reference" / "KIT-10-80.swf"
 KIT_JSON = SHARED / "reference" / "workloads" / "KIT_10h_80.json"
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "swf"
 
-needs_kit = pytest.mark.skipif(
-    not KIT.exists() or not KIT_JSON.exists(), reason="../shared KIT files missing"
-)
+needs_kit = pytest.mark.skipif(not KIT.exists() or not KIT_JSON.exists(),
+                               reason="../shared KIT files missing")
 
 
 def _job_values(doc: dict) -> list[tuple]:
-    return [
-        (
-            j["id"],
-            j["subtime"],
-            j["res"],
-            doc["profiles"][j["profile"]]["delay"],
-            doc["profiles"][j["profile"]]["cpu"],
-            doc["profiles"][j["profile"]]["scheduler"],
-            doc["profiles"][j["profile"]]["type"],
-            j.get("walltime"),
-        )
-        for j in doc["jobs"]
-    ]
+    return [(j["id"], j["subtime"], j["res"], doc["profiles"][j["profile"]]["delay"],
+             doc["profiles"][j["profile"]]["cpu"], doc["profiles"][j["profile"]]["scheduler"],
+             doc["profiles"][j["profile"]]["type"], j.get("walltime")) for j in doc["jobs"]]
 
 
 @needs_kit
 def test_kit_acceptance_matches_the_thesis_workload_exactly(tmp_path: Path) -> None:
     out = tmp_path / "out.json"
-    result = CliRunner().invoke(
-        main,
-        [
-            "convert",
-            str(KIT),
-            "--normalize-cpu",
-            "6",
-            "--cpu-headroom",
-            "0.1",
-            "--max-duration",
-            "3600",
-            "-o",
-            str(out),
-        ],
-    )
+    result = CliRunner().invoke(main, ["convert", str(KIT), "--normalize-cpu", "6", "--cpu-headroom", "0.1",
+                                       "--max-duration", "3600", "-o", str(out)])
     assert result.exit_code == 0, result.output
     ours = json.loads(out.read_text())
     reference = json.loads(KIT_JSON.read_text())
@@ -74,16 +50,14 @@ def test_kit_acceptance_matches_the_thesis_workload_exactly(tmp_path: Path) -> N
     assert _job_values(ours) == _job_values(reference)
     # same JSON types as the thesis file (ints stay ints), not just equal values
     assert [type(v) for row in _job_values(ours) for v in row] == [
-        type(v) for row in _job_values(reference) for v in row
-    ]
+        type(v) for row in _job_values(reference) for v in row]
     load_workload(out)
 
 
 @needs_kit
 def test_kit_profiles_are_per_delay_cpu_memory() -> None:
-    workload, report = convert(
-        parse_swf(KIT), ConvertOptions(normalize_cpu=6, cpu_headroom=0.1, max_duration=3600)
-    )
+    workload, report = convert(parse_swf(KIT), ConvertOptions(normalize_cpu=6, cpu_headroom=0.1,
+                                                              max_duration=3600))
     keys = [(p.delay, p.cpu, p.memory) for p in workload.profiles.values()]
     assert len(keys) == len(set(keys)) == 29
     assert workload.profiles["delay3600-cpu5900m"].cpu == 5.9
@@ -92,7 +66,8 @@ def test_kit_profiles_are_per_delay_cpu_memory() -> None:
 
 def test_thesis_profile_sharing_bug_is_fixed() -> None:
     # Same runtime, different sizes: swf-to-json.go gave job 2 the cpu of job 1.
-    text = "1 0 0 100 4 -1 -1 4 -1 -1 1 1 1 -1 1 1 -1 -1\n2 5 0 100 2 -1 -1 2 -1 -1 1 1 1 -1 1 1 -1 -1\n"
+    text = ("1 0 0 100 4 -1 -1 4 -1 -1 1 1 1 -1 1 1 -1 -1\n"
+            "2 5 0 100 2 -1 -1 2 -1 -1 1 1 1 -1 1 1 -1 -1\n")
     workload, _ = convert(parse_swf_text(text), ConvertOptions(normalize_cpu=4))
     cpus = [workload.profiles[j.profile].cpu for j in workload.jobs]
     assert cpus == [4, 2]
@@ -126,11 +101,7 @@ def test_uniform_cpu_walltime_scheduler() -> None:
     assert {p.cpu for p in profiles.values()} == {0.5}
     assert {p.scheduler for p in profiles.values()} == {"my-sched"}
     assert [(j.id, j.walltime, profiles[j.id].delay) for j in workload.jobs] == [
-        ("1", 160, 80),
-        ("5", 140, 70),
-        ("6", 160, 80),
-        ("7", 160, 80),
-    ]
+        ("1", 160, 80), ("5", 140, 70), ("6", 160, 80), ("7", 160, 80)]
 
 
 def test_memory_from_used_and_normalised() -> None:
@@ -146,10 +117,8 @@ def test_memory_from_used_and_normalised() -> None:
 
 
 def test_min_cpu_floor_and_headroom_cap() -> None:
-    text = "".join(
-        f"{i} {i} 0 10 {p} -1 -1 {p} -1 -1 1 1 1 -1 1 1 -1 -1\n"
-        for i, p in enumerate([1, 10000, 9999], start=1)
-    )
+    text = "".join(f"{i} {i} 0 10 {p} -1 -1 {p} -1 -1 1 1 1 -1 1 1 -1 -1\n"
+                   for i, p in enumerate([1, 10000, 9999], start=1))
     workload, report = convert(parse_swf_text(text), ConvertOptions(normalize_cpu=1, cpu_headroom=0.1))
     assert [workload.profiles[j.profile].cpu for j in workload.jobs] == [0.001, 0.9, 0.9]
     assert report.capped == 2
@@ -163,32 +132,26 @@ def test_duplicate_ids_need_renumbering() -> None:
     assert [j.id for j in workload.jobs] == ["0", "1"]
 
 
-@pytest.mark.parametrize(
-    ("args", "message"),
-    [
-        (["--normalize-cpu", "6", "--uniform-cpu", "1"], "mutually exclusive"),
-        (["--cpu-headroom", "0.1"], "needs --normalize-cpu"),
-        (["--normalize-cpu", "1", "--cpu-headroom", "1"], "--cpu-headroom must be in [0, 1.0)"),
-        (["--min-cpu", "0.0001"], "--min-cpu must be at least 0.001"),
-        (["--walltime-factor", "0.5"], "--walltime-factor must be >= 1"),
-        (["--max-duration", "soon"], "expected a duration"),
-        (["--normalize-memory", "4Gi"], "--normalize-memory needs --memory-from"),
-    ],
-)
+@pytest.mark.parametrize(("args", "message"), [
+    (["--normalize-cpu", "6", "--uniform-cpu", "1"], "mutually exclusive"),
+    (["--cpu-headroom", "0.1"], "needs --normalize-cpu"),
+    (["--normalize-cpu", "1", "--cpu-headroom", "1"], "--cpu-headroom must be in [0, 1.0)"),
+    (["--min-cpu", "0.0001"], "--min-cpu must be at least 0.001"),
+    (["--walltime-factor", "0.5"], "--walltime-factor must be >= 1"),
+    (["--max-duration", "soon"], "expected a duration"),
+    (["--normalize-memory", "4Gi"], "--normalize-memory needs --memory-from"),
+])
 def test_bad_options_are_clear_errors(tmp_path: Path, args: list[str], message: str) -> None:
-    result = CliRunner().invoke(
-        main, ["convert", str(FIXTURES / "mixed.swf"), "-o", str(tmp_path / "o.json"), *args]
-    )
+    result = CliRunner().invoke(main, ["convert", str(FIXTURES / "mixed.swf"), "-o", str(tmp_path / "o.json"),
+                                       *args])
     assert result.exit_code != 0
     assert message in result.output
     assert "Traceback" not in result.output
 
 
 def test_nothing_left_is_an_error(tmp_path: Path) -> None:
-    result = CliRunner().invoke(
-        main,
-        ["convert", str(FIXTURES / "mixed.swf"), "--jobs-from-time", "1000", "-o", str(tmp_path / "o.json")],
-    )
+    result = CliRunner().invoke(main, ["convert", str(FIXTURES / "mixed.swf"), "--jobs-from-time", "1000",
+                                       "-o", str(tmp_path / "o.json")])
     assert result.exit_code == 1
     assert "no job left to convert (4 submitted before --jobs-from-time, 1 zero runtime" in result.output
 

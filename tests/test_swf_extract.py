@@ -60,13 +60,8 @@ def test_extracted_rows_are_the_original_jobs_of_the_period(nasa: SwfTrace, sear
     submit = nasa.jobs["submission_time"]
     expected = nasa.jobs[(submit >= period.begin) & (submit < period.end)].reset_index(drop=True)
     assert jobs.equals(expected)
-    assert [e.key for e in header.entries] == [
-        "Conversion",
-        "UnixStartTime",
-        "TimeZoneString",
-        "MaxProcs",
-        "Note",
-    ]
+    assert [e.key for e in header.entries] == ["Conversion", "UnixStartTime", "TimeZoneString", "MaxProcs",
+                                               "Note"]
     assert header.value("UnixStartTime") == "749458803"  # an epoch, not evalys' period begin
 
 
@@ -105,23 +100,8 @@ def test_seeded_search_is_reproducible_and_leaves_numpy_alone(nasa: SwfTrace) ->
 
 def test_cli_extract_then_convert(tmp_path: Path, search: PeriodSearch) -> None:
     out = tmp_path / "nasa-10h-80.swf"
-    result = CliRunner().invoke(
-        main,
-        [
-            "extract",
-            str(NASA),
-            "--period",
-            "10h",
-            "--utilization",
-            "0.8",
-            "--variation",
-            "0.01",
-            "--index",
-            "1",
-            "-o",
-            str(out),
-        ],
-    )
+    result = CliRunner().invoke(main, ["extract", str(NASA), "--period", "10h", "--utilization", "0.8",
+                                       "--variation", "0.01", "--index", "1", "-o", str(out)])
     assert result.exit_code == 0, result.output
     text = out.read_text().splitlines()
     assert text[0] == f"; Conversion: {EVALYS_CONVERSION}"
@@ -130,21 +110,8 @@ def test_cli_extract_then_convert(tmp_path: Path, search: PeriodSearch) -> None:
     assert len(extracted.jobs) == period.nb_jobs
     assert extracted.jobs["submission_time"].between(period.begin, period.end, inclusive="left").all()
     wl = tmp_path / "wl.json"
-    result = CliRunner().invoke(
-        main,
-        [
-            "convert",
-            str(out),
-            "--normalize-cpu",
-            "6",
-            "--cpu-headroom",
-            "0.1",
-            "--max-duration",
-            "1h",
-            "-o",
-            str(wl),
-        ],
-    )
+    result = CliRunner().invoke(main, ["convert", str(out), "--normalize-cpu", "6", "--cpu-headroom", "0.1",
+                                       "--max-duration", "1h", "-o", str(wl)])
     assert result.exit_code == 0, result.output
     workload = load_workload(wl)
     assert max(workload.profiles[j.profile].cpu or 0 for j in workload.jobs) <= 5.9
@@ -152,42 +119,16 @@ def test_cli_extract_then_convert(tmp_path: Path, search: PeriodSearch) -> None:
 
 
 def test_cli_no_matching_period_is_a_clear_error(tmp_path: Path) -> None:
-    result = CliRunner().invoke(
-        main,
-        [
-            "extract",
-            str(NASA),
-            "--period",
-            "10h",
-            "--utilization",
-            "0.999",
-            "--variation",
-            "0.0001",
-            "-o",
-            str(tmp_path / "o.swf"),
-        ],
-    )
+    result = CliRunner().invoke(main, ["extract", str(NASA), "--period", "10h", "--utilization", "0.999",
+                                       "--variation", "0.0001", "-o", str(tmp_path / "o.swf")])
     assert result.exit_code == 1
     assert "no 10 h period" in result.output and "has a mean utilisation of 0.999" in result.output
     assert not (tmp_path / "o.swf").exists()
 
 
 def test_cli_index_out_of_range(tmp_path: Path, search: PeriodSearch) -> None:
-    result = CliRunner().invoke(
-        main,
-        [
-            "extract",
-            str(NASA),
-            "--period",
-            "10h",
-            "--utilization",
-            "0.8",
-            "--index",
-            str(len(search.periods)),
-            "-o",
-            str(tmp_path / "o.swf"),
-        ],
-    )
+    result = CliRunner().invoke(main, ["extract", str(NASA), "--period", "10h", "--utilization", "0.8",
+                                       "--index", str(len(search.periods)), "-o", str(tmp_path / "o.swf")])
     assert result.exit_code == 1
     assert f"only {len(search.periods)} matching period(s)" in result.output
 
@@ -207,9 +148,7 @@ def test_cli_info(tmp_path: Path) -> None:
 def test_missing_max_procs_needs_the_option(tmp_path: Path) -> None:
     trace = tmp_path / "nomax.swf"
     trace.write_text((FIXTURES / "mixed.swf").read_text().replace("; MaxProcs: 16\n", ""))
-    result = CliRunner().invoke(
-        main,
-        ["extract", str(trace), "--period", "10s", "--utilization", "0.5", "-o", str(tmp_path / "o.swf")],
-    )
+    result = CliRunner().invoke(main, ["extract", str(trace), "--period", "10s", "--utilization", "0.5",
+                                       "-o", str(tmp_path / "o.swf")])
     assert result.exit_code == 1
     assert "no usable 'MaxProcs' header" in result.output and "--max-procs" in result.output

@@ -27,11 +27,7 @@ def test_nasa_keeps_every_job_including_the_first() -> None:
     assert list(trace.jobs.columns) == COLUMNS
     first = trace.jobs.iloc[0]
     assert (first["jobID"], first["submission_time"], first["execution_time"], first["proc_alloc"]) == (
-        1,
-        0,
-        1451,
-        128,
-    )
+        1, 0, 1451, 128)
     assert trace.line_of(0) == 33
     assert trace.malformed == []
 
@@ -43,10 +39,7 @@ def test_nasa_header() -> None:
     assert header.integer("UnixStartTime") == 749458803
     assert header.value("TimeZoneString") == "US/Pacific"
     assert header.all("Queue") == ["0  interactive", "1  batch"]
-    assert (
-        header.value("Information")
-        == "http://www.nas.nasa.gov/\nhttp://www.cs.huji.ac.il/labs/parallel/workload/"
-    )
+    assert header.value("Information") == "http://www.nas.nasa.gov/\nhttp://www.cs.huji.ac.il/labs/parallel/workload/"
     assert len(header.all("Note")) == 4
 
 
@@ -95,8 +88,7 @@ def test_wrong_field_count_is_skipped_and_counted() -> None:
     trace = parse_swf(FIXTURES / "wrong_field_count.swf")
     assert trace.jobs["jobID"].tolist() == [1, 2, 4]
     assert [(i.line, i.message) for i in trace.malformed] == [
-        (7, "expected 18 whitespace-separated fields, found 5")
-    ]
+        (7, "expected 18 whitespace-separated fields, found 5")]
 
 
 def test_strict_fails_with_file_line_and_field() -> None:
@@ -134,21 +126,14 @@ def test_missing_file_is_a_clear_error() -> None:
         parse_swf(FIXTURES / "does-not-exist.swf")
 
 
-@pytest.mark.parametrize(
-    ("fixture", "expected"),
-    [
-        ("non_numeric.swf", "non_numeric.swf:3: field 4 (run time, execution_time): expected a number"),
-        (
-            "wrong_field_count.swf",
-            "wrong_field_count.swf:7: expected 18 whitespace-separated fields, found 5",
-        ),
-        ("bad_values.swf", "bad_values.swf:3: field 1 (job number, jobID)"),
-    ],
-)
+@pytest.mark.parametrize(("fixture", "expected"), [
+    ("non_numeric.swf", "non_numeric.swf:3: field 4 (run time, execution_time): expected a number"),
+    ("wrong_field_count.swf", "wrong_field_count.swf:7: expected 18 whitespace-separated fields, found 5"),
+    ("bad_values.swf", "bad_values.swf:3: field 1 (job number, jobID)"),
+])
 def test_cli_strict_reports_line_numbers(tmp_path: Path, fixture: str, expected: str) -> None:
-    result = CliRunner().invoke(
-        main, ["convert", str(FIXTURES / fixture), "--strict", "-o", str(tmp_path / "out.json")]
-    )
+    result = CliRunner().invoke(main, ["convert", str(FIXTURES / fixture), "--strict", "-o",
+                                       str(tmp_path / "out.json")])
     assert result.exit_code == 1
     assert expected in result.output
     assert "Traceback" not in result.output
@@ -156,27 +141,15 @@ def test_cli_strict_reports_line_numbers(tmp_path: Path, fixture: str, expected:
 
 
 def test_cli_default_skips_with_a_count(tmp_path: Path) -> None:
-    result = CliRunner().invoke(
-        main, ["convert", str(FIXTURES / "wrong_field_count.swf"), "-o", str(tmp_path / "out.json")]
-    )
+    result = CliRunner().invoke(main, ["convert", str(FIXTURES / "wrong_field_count.swf"), "-o",
+                                       str(tmp_path / "out.json")])
     assert result.exit_code == 0, result.output
     assert "skipped 1 malformed line(s)" in result.output
     assert "wrong_field_count.swf:7" in result.output
 
 
 def test_cli_bad_header_is_a_clear_error(tmp_path: Path) -> None:
-    result = CliRunner().invoke(
-        main,
-        [
-            "extract",
-            str(FIXTURES / "bad_header.swf"),
-            "--period",
-            "1h",
-            "--utilization",
-            "0.5",
-            "-o",
-            str(tmp_path / "o.swf"),
-        ],
-    )
+    result = CliRunner().invoke(main, ["extract", str(FIXTURES / "bad_header.swf"), "--period", "1h",
+                                       "--utilization", "0.5", "-o", str(tmp_path / "o.swf")])
     assert result.exit_code == 1
     assert "bad_header.swf:1: header MaxProcs: expected an integer, got 'many'" in result.output

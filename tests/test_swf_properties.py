@@ -29,10 +29,8 @@ row = st.tuples(
 def _swf(rows: list[tuple[int, ...]]) -> str:
     lines = ["; MaxProcs: 4096\n"]
     for number, (submit, wait, runtime, procs, mem, req, req_mem, status) in enumerate(rows, start=1):
-        lines.append(
-            f"{number}\t{submit} {wait} {runtime} {procs} -1 {mem} {req} -1 {req_mem} {status} "
-            "1 1 -1 1 1 -1 -1\n"
-        )
+        lines.append(f"{number}\t{submit} {wait} {runtime} {procs} -1 {mem} {req} -1 {req_mem} {status} "
+                     "1 1 -1 1 1 -1 -1\n")
     return "".join(lines)
 
 
@@ -47,9 +45,7 @@ def options(draw: st.DrawFn) -> ConvertOptions:
     elif mode == "uniform":
         uniform = draw(st.floats(0.001, 64))
     return ConvertOptions(
-        normalize_cpu=normalize,
-        uniform_cpu=uniform,
-        cpu_headroom=headroom,
+        normalize_cpu=normalize, uniform_cpu=uniform, cpu_headroom=headroom,
         normalize_against=draw(st.sampled_from(["max-job", "max-procs"])),
         max_duration=draw(st.one_of(st.none(), st.floats(1, 10**5))),
         memory_from=draw(st.sampled_from(["none", "used", "requested"])),
