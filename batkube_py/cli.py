@@ -33,6 +33,7 @@ class _LazyGroup(click.Group):
     lazy = {
         "analyze": "batkube_py.analysis.commands:analyze",
         "compare": "batkube_py.analysis.commands:compare",
+        "explain": "batkube_py.analysis.explain_view:explain",
     }
 
     def list_commands(self, ctx: click.Context) -> list[str]:

@@ -244,11 +244,3 @@ def test_bad_decisions_and_pods_are_clean_errors(tmp_path: Path) -> None:
     (run / "pods.csv").write_text("job_id,node\nw0!1,node-a\n")
     r = _invoke(analyze, [str(run), "--no-figures"])
     assert r.exit_code == 1 and "pods.csv: missing column(s) cpu_request, bind_time" in r.output
-
-
-def test_job_gantt_resource_bounds_come_from_the_platform() -> None:
-    """evalys would guess 2 machines from allocations 0..1; the fixture's platform has 2, a larger one 16."""
-    from batkube_py.analysis.gantt import make_jobset
-
-    jobs = load_run(TINY).jobs
-    assert make_jobset(jobs[jobs["starting_time"].notna()], 16).MaxProcs == 16

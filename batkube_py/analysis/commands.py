@@ -119,9 +119,10 @@ def analyze(
 
     RUN_DIR is a run directory (Batsim's out_jobs.csv, plus pods.csv, nodes.csv and decisions.jsonl when
     the run came from batkube-py) or a single Batsim jobs CSV. Writes metrics.json, metrics.csv and PNG +
-    SVG figures: job_gantt (evalys, resource bounds from the platform), node_gantt (each node a lane,
-    pods stacked by cpu request; red = over-allocated), utilisation (cpu and queue length over time),
-    waiting_time, and unschedulable_reasons when decisions were recorded.
+    SVG figures: job_gantt (each platform resource a row, nodes in natural order, jobs sharing it in
+    lanes), node_gantt (each node a lane, pods stacked by cpu request; red = over-allocated),
+    utilisation (cpu and queue length at the end of each simulated instant), waiting_time (fraction of
+    jobs per bin, and CDF), and unschedulable_reasons when decisions were recorded.
 
     \b
     Definitions:

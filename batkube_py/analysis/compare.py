@@ -17,13 +17,12 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
 
 from batkube_py.analysis import metrics as m  # noqa: E402
-from batkube_py.analysis.figures import FIGSIZE, save, waiting_figure  # noqa: E402
+from batkube_py.analysis.compare_figures import decimals, dots_figure, overlay_timeseries  # noqa: E402
+from batkube_py.analysis.figures import save, waiting_figure  # noqa: E402
 from batkube_py.analysis.loading import AnalysisError, Run, load_run  # noqa: E402
 from batkube_py.analysis.report import compute_metrics  # noqa: E402
 
@@ -73,18 +72,13 @@ class Group:
     metrics: list[dict] = field(default_factory=list)
 
 
-def _natural(path: Path) -> list[object]:
-    """Sort key putting run_2 before run_10."""
-    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(path))]
-
-
 def expand(spec: str) -> list[Path]:
     """A run directory, a jobs CSV, or a glob of either → the paths, in natural order."""
     path = Path(spec)
     if path.exists():
         return [path]
     if glob.has_magic(spec):
-        hits = sorted((Path(p) for p in glob.glob(spec)), key=_natural)
+        hits = sorted((Path(p) for p in glob.glob(spec)), key=m.natural_key)
         if hits:
             return hits
         raise AnalysisError(f"{spec}: the pattern matches no file or directory")
@@ -163,19 +157,23 @@ def _cell(mean: float, sd: float, n: int, digits: int) -> str:
 
 
 def wide_table(agg: pd.DataFrame, digits: int = 1) -> pd.DataFrame:
-    """Display table: one row per metric, a "mean ± sd" column per group, then differences to the first."""
+    """Display table: one row per metric, a "mean ± sd" column per group, then differences to the first.
+
+    ``digits`` decimals, except counts (integers when they are) and utilisations (at least 3).
+    """
     labels = list(dict.fromkeys(agg["group"]))
     out = []
     for metric, sub in agg.groupby("metric", sort=False):
         by = sub.set_index("group")
+        d = decimals(str(metric), digits, sub[["mean", "sd"]].to_numpy(dtype=float).ravel())
         row = {"metric": metric}
         for lab in labels:
-            row[lab] = _cell(by.at[lab, "mean"], by.at[lab, "sd"], int(by.at[lab, "n"]), digits)
+            row[lab] = _cell(by.at[lab, "mean"], by.at[lab, "sd"], int(by.at[lab, "n"]), d)
         base = by.at[labels[0], "mean"]
         for lab in labels[1:]:
             diff = by.at[lab, "mean"] - base
             pct = f" ({diff / base * 100:+.1f} %)" if base and np.isfinite(base) and np.isfinite(diff) else ""
-            row[f"Δ {lab} − {labels[0]}"] = "—" if np.isnan(diff) else f"{diff:+.{digits}f}{pct}"
+            row[f"Δ {lab} − {labels[0]}"] = "—" if np.isnan(diff) else f"{diff:+.{d}f}{pct}"
         out.append(row)
     return pd.DataFrame(out)
 
@@ -213,61 +211,6 @@ def text_table(wide: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
-def overlay_timeseries(groups: list[Group]) -> Figure:
-    """Running and queued jobs over time, every repetition drawn thin in its group's colour."""
-    fig, (run_ax, queue_ax) = plt.subplots(2, 1, figsize=FIGSIZE, sharex=True)
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    for i, g in enumerate(groups):
-        color = colors[i % len(colors)]
-        for j, run in enumerate(g.runs):
-            ran = run.jobs[run.jobs["starting_time"].notna()]
-            running = m.step_series(ran["starting_time"], ran["finish_time"], np.ones(len(ran)))
-            queued = m.queue_series(run.jobs)
-            label = g.label if j == 0 else None
-            alpha = 0.9 if len(g.runs) == 1 else 0.45
-            run_ax.step(
-                running["time"],
-                running["value"],
-                where="post",
-                color=color,
-                alpha=alpha,
-                linewidth=0.8,
-                label=label,
-            )
-            queue_ax.step(
-                queued["time"], queued["value"], where="post", color=color, alpha=alpha, linewidth=0.8
-            )
-    run_ax.set_ylabel("running jobs")
-    queue_ax.set_ylabel("queued jobs")
-    queue_ax.set_xlabel("time (s)")
-    run_ax.legend(fontsize="small")
-    for ax in (run_ax, queue_ax):
-        ax.grid(True)
-    fig.suptitle("Running and queued jobs (all repetitions)")
-    fig.tight_layout()
-    return fig
-
-
-def bars_figure(agg: pd.DataFrame, keys: tuple[str, ...] = ("makespan", "mean_waiting_time")) -> Figure:
-    """Key metrics per group with ± sd error bars."""
-    keys = tuple(k for k in keys if k in set(agg["metric"]))
-    fig, axes = plt.subplots(1, max(len(keys), 1), figsize=FIGSIZE, squeeze=False)
-    for ax, key in zip(axes[0], keys, strict=False):
-        sub = agg[agg["metric"] == key]
-        ax.bar(
-            sub["group"],
-            sub["mean"],
-            yerr=sub["sd"].fillna(0),
-            capsize=4,
-            color=plt.rcParams["axes.prop_cycle"].by_key()["color"][: len(sub)],
-        )
-        ax.set_title(key.replace("_", " "))
-        ax.tick_params(axis="x", labelrotation=20)
-        ax.grid(True, axis="y")
-    fig.tight_layout()
-    return fig
-
-
 def write_outputs(groups: list[Group], agg: pd.DataFrame, outdir: Path, digits: int = 1) -> list[Path]:
     outdir.mkdir(parents=True, exist_ok=True)
     wide = wide_table(agg, digits)
@@ -284,10 +227,12 @@ def write_outputs(groups: list[Group], agg: pd.DataFrame, outdir: Path, digits: 
         for g in groups
     }
     paths += save(
-        waiting_figure(waits, "Waiting time distribution (repetitions pooled)"),
+        waiting_figure(
+            waits, "Waiting time distribution (repetitions pooled, fraction of each group's jobs)"
+        ),
         outdir,
         "compare_waiting_time",
     )
     paths += save(overlay_timeseries(groups), outdir, "compare_timeseries")
-    paths += save(bars_figure(agg), outdir, "compare_bars")
+    paths += save(dots_figure(agg, digits), outdir, "compare_bars")
     return paths

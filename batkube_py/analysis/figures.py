@@ -6,6 +6,7 @@ writes both formats and closes the figure (long analyses would otherwise keep ev
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from batkube_py.analysis import metrics as m  # noqa: E402
 from batkube_py.analysis.gantt import plot_job_gantt, plot_node_gantt  # noqa: E402
@@ -39,6 +41,8 @@ def save(fig: Figure, outdir: Path, stem: str) -> list[Path]:
 
 
 def _steps(ax, series: pd.DataFrame, scale: float = 1.0, **kw) -> None:
+    """A count over time as seen at the end of each simulated instant (see :data:`metrics.INSTANT`)."""
+    series = m.instant_ends(series)
     if len(series):
         ax.step(series["time"], series["value"] / scale, where="post", **kw)
 
@@ -59,11 +63,13 @@ def utilisation_figure(run: Run, t1: float) -> Figure:
         running = m.step_series(ran["starting_time"], ran["finish_time"], np.ones(len(ran)))
         _steps(top, running, color="tab:blue")
         top.set_ylabel("running jobs")
+        top.yaxis.set_major_locator(MaxNLocator(integer=True))
         top.set_title(
             "cpu capacities unknown (no nodes.csv / --platform): running jobs shown", fontsize="small"
         )
     _steps(bottom, m.queue_series(jobs), color="tab:orange")
     bottom.set_ylabel("queued jobs")
+    bottom.yaxis.set_major_locator(MaxNLocator(integer=True))
     bottom.set_xlabel("time (s)")
     for ax in (top, bottom):
         ax.grid(True)
@@ -72,24 +78,43 @@ def utilisation_figure(run: Run, t1: float) -> Figure:
     return fig
 
 
+def waiting_histogram(
+    waits: dict[str, pd.Series], nbins: int = 40
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Shared bin edges and, per label, the fraction of that label's jobs in each bin.
+
+    Fractions, not counts: a group of 20 repetitions pooled must not look twice as tall as one of 10.
+    """
+    finite = {label: w.dropna().to_numpy(dtype=float) for label, w in waits.items()}
+    hi = max((w.max() for w in finite.values() if len(w)), default=1.0)
+    bins = np.linspace(0.0, hi if hi > 0 else 1.0, nbins + 1)
+    return bins, {label: np.histogram(w, bins)[0] / max(len(w), 1) for label, w in finite.items()}
+
+
+def short_label(label: str, width: int = 28) -> str:
+    """Long labels wrapped onto lines, so that legends and tick labels do not run into each other."""
+    return textwrap.fill(label, width)
+
+
 def waiting_figure(waits: dict[str, pd.Series], title: str = "Waiting time distribution") -> Figure:
-    """Histogram and empirical CDF of waiting times; one curve per label (used by compare too)."""
+    """Histogram (fraction of jobs per bin) and empirical CDF of waiting times; one curve per label."""
     fig, (hist, ecdf) = plt.subplots(1, 2, figsize=FIGSIZE)
-    finite = [w.dropna().to_numpy() for w in waits.values()]
-    hi = max((w.max() for w in finite if len(w)), default=1.0)
-    bins = np.linspace(0.0, hi if hi > 0 else 1.0, 41)
-    for (label, _), w in zip(waits.items(), finite, strict=True):
-        hist.hist(w, bins=bins, alpha=0.5, label=label)
-        xs = np.sort(w)
-        ecdf.step(xs, np.arange(1, len(xs) + 1) / max(len(xs), 1), where="post", label=label)
+    bins, fractions = waiting_histogram(waits)
+    for label, w in waits.items():
+        n = int(w.notna().sum())
+        name = short_label(f"{label} ({n} jobs)")
+        hist.stairs(fractions[label], bins, fill=len(waits) == 1, alpha=0.5 if len(waits) == 1 else 0.9,
+                    linewidth=1.5, label=name)  # fmt: skip
+        xs = np.sort(w.dropna().to_numpy())
+        ecdf.step(xs, np.arange(1, len(xs) + 1) / max(len(xs), 1), where="post", label=name)
     hist.set_xlabel("waiting time (s)")
-    hist.set_ylabel("jobs")
+    hist.set_ylabel(f"fraction of jobs per {bins[1] - bins[0]:.3g}-s bin")
     ecdf.set_xlabel("waiting time (s)")
     ecdf.set_ylabel("fraction of jobs")
     for ax in (hist, ecdf):
         ax.grid(True)
-        if len(waits) > 1:
-            ax.legend(fontsize="small")
+    if len(waits) > 1:  # one legend, where the CDFs leave room (below them, on the right)
+        ecdf.legend(fontsize="small", loc="lower right")
     fig.suptitle(title)
     fig.tight_layout()
     return fig
@@ -98,18 +123,23 @@ def waiting_figure(waits: dict[str, pd.Series], title: str = "Waiting time distr
 def reasons_figure(reasons: dict[str, int]) -> Figure:
     fig, ax = plt.subplots(figsize=FIGSIZE)
     names = list(reasons)[::-1]
-    ax.barh(names, [reasons[n] for n in names], color="tab:red")
+    bars = ax.barh([short_label(n, 45) for n in names], [reasons[n] for n in names], color="tab:red")
+    ax.bar_label(bars, padding=3)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("unschedulable attempts")
     ax.set_title("Unschedulable reasons")
     fig.tight_layout()
     return fig
 
 
-def job_gantt_figure(run: Run) -> tuple[Figure, str]:
+def job_gantt_figure(run: Run) -> Figure:
     fig, ax = plt.subplots(figsize=FIGSIZE)
-    how = plot_job_gantt(ax, run.jobs, run.nb_resources)
+    names = None
+    if run.nodes is not None and "resource_id" in run.nodes and run.nodes["resource_id"].notna().all():
+        names = dict(zip(run.nodes["resource_id"].astype(int), run.nodes["node"], strict=True))
+    plot_job_gantt(ax, run.jobs, run.nb_resources, names)
     fig.tight_layout()
-    return fig, how
+    return fig
 
 
 def node_gantt_figure(run: Run, t1: float, figsize: tuple[float, float] = FIGSIZE) -> Figure:
@@ -128,9 +158,7 @@ def render_all(
     t1 = metrics.get("makespan") or 0.0
     paths: list[Path] = []
     step("job Gantt")
-    fig, how = job_gantt_figure(run)
-    if how == "fast":
-        run.notes.append(f"job Gantt drawn without evalys (over {len(run.jobs)} jobs is too slow with it)")
+    fig = job_gantt_figure(run)
     if run.nb_resources is None:
         run.notes.append("job Gantt resource bounds guessed from allocations (no nodes/platform)")
     if (run.jobs["starting_time"].notna() & (run.jobs["allocated_resources"] == "")).any():

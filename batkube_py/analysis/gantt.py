@@ -1,8 +1,10 @@
-"""Gantt charts: evalys' job Gantt (resource axis) and batkube's node Gantt (pods stacked by cpu).
+"""Gantt charts: the job Gantt (Batsim resources, co-located jobs in lanes) and the node Gantt (pods
+stacked by cpu).
 
-The job Gantt answers "which job ran where and when" in Batsim's terms; under compute sharing its
-rectangles overlap and the thesis's darker "overlap" areas were the only hint of over-allocation. The node
-Gantt makes that explicit: each node is a lane whose height is its allocatable cpu, pods are stacked by
+The job Gantt answers "which job ran where and when" in Batsim's terms. Under compute sharing jobs share
+a resource: evalys draws them on top of each other (the thesis's darker "overlap" areas, with overlapping
+labels), so each resource row is split into lanes, one per job running there at the same time. The node
+Gantt shows the cpu: each node is a lane whose height is its allocatable cpu, pods are stacked by
 their cpu request, and whatever rises above the lane's capacity line is over-allocation (shaded red from
 the exact per-node sweep of :func:`metrics.over_allocation`, not from rectangle positions).
 """
@@ -15,17 +17,12 @@ matplotlib.use("Agg")
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-from evalys.jobset import JobSet  # noqa: E402
-from evalys.visu import legacy  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.collections import PathCollection, PolyCollection  # noqa: E402
 from matplotlib.path import Path  # noqa: E402
-from procset import ProcSet  # noqa: E402
 
-from batkube_py.analysis.metrics import expand_allocations  # noqa: E402
+from batkube_py.analysis.metrics import expand_allocations, natural_key  # noqa: E402
 
-EVALYS_MAX_JOBS = 2000
-"""Above this, the job Gantt is drawn without evalys, which adds one patch and label per job (minutes)."""
 LARGE = 2000
 """Above this many rectangles, draw compound paths (see :func:`add_rects`)."""
 
@@ -68,62 +65,88 @@ def add_rects(
         ax.add_collection(coll, autolim=False)  # add_patch computes limits per Bézier segment: too slow
 
 
-def make_jobset(jobs: pd.DataFrame, nb_resources: int | None) -> JobSet:
-    """An evalys JobSet whose resource bounds come from the platform, not from the jobs seen.
+def job_lanes(jobs: pd.DataFrame) -> pd.DataFrame:
+    """One row per (started job, resource) with its lane on that resource and the resource's lane count.
 
-    evalys guesses bounds from min..max of allocations (too few machines when some stay idle) and fails
-    outright when no job has an allocation; ``map_unique_numbers`` needs ``workload_name`` with the short id.
+    Under compute sharing several jobs run on one resource at once; each gets a lane of its own (first
+    fit, kept for its whole life) instead of being drawn over the others.
     """
-    wl, _, short = jobs["job_id"].str.rpartition("!").T.to_numpy()
-    df = pd.DataFrame(
+    started = jobs[jobs["starting_time"].notna() & (jobs["allocated_resources"] != "")]
+    res = expand_allocations(started["allocated_resources"])
+    out = pd.DataFrame(
         {
-            "job_id": short,
-            "workload_name": np.where(wl == "", "w0", wl),
-            "submission_time": jobs["submission_time"].to_numpy(),
-            "starting_time": jobs["starting_time"].to_numpy(),
-            "execution_time": jobs["execution_time"].to_numpy(),
-            "finish_time": jobs["finish_time"].to_numpy(),
-            "waiting_time": jobs["waiting_time"].to_numpy(),
-            "requested_number_of_resources": jobs["requested_number_of_resources"].to_numpy(),
-            "allocated_resources": [
-                ProcSet.from_str(a) if a else ProcSet() for a in jobs["allocated_resources"]
-            ],
+            "job": res.index.to_numpy(),
+            "resource": res.to_numpy(),
+            "start": started.loc[res.index, "starting_time"].to_numpy(),
+            "end": started.loc[res.index, "finish_time"].to_numpy(),
         }
     )
-    if nb_resources:
-        bounds = (0, nb_resources - 1)
-    else:
-        ids = expand_allocations(jobs["allocated_resources"])
-        bounds = (int(ids.min()), int(ids.max())) if len(ids) else (0, 0)
-    return JobSet(df, resource_bounds=bounds)
-
-
-def plot_job_gantt(ax: Axes, jobs: pd.DataFrame, nb_resources: int | None, title: str = "Job Gantt") -> str:
-    """Draw the job Gantt; returns which renderer was used ("evalys" or "fast")."""
-    started = jobs[jobs["starting_time"].notna()]
-    if len(started) <= EVALYS_MAX_JOBS:
-        js = make_jobset(started, nb_resources)
-        legacy.plot_gantt(js, ax=ax, title=title, labels=len(started) <= 60)
-        how = "evalys"
-    else:
-        res = expand_allocations(started["allocated_resources"])
-        sub = started.loc[res.index]
-        verts = _rects(
-            sub["starting_time"].to_numpy(),
-            sub["finish_time"].to_numpy(),
-            res.to_numpy(dtype=float),
-            np.full(len(res), 0.9),
+    out["end"] = out["end"].fillna(out["start"])
+    out["lane"] = 0.0
+    for _, idx in out.groupby("resource", sort=False).indices.items():
+        sub = out.iloc[idx]
+        out.iloc[idx, out.columns.get_loc("lane")] = stack_offsets(
+            sub["start"].to_numpy(), sub["end"].to_numpy(), np.ones(len(idx))
         )
-        add_rects(ax, verts, res.index.to_numpy(), "viridis", 8, alpha=0.4, edges=False)
-        top = nb_resources if nb_resources else int(res.max()) + 1
-        ax.set_xlim(jobs["submission_time"].min(), started["finish_time"].max())
-        ax.set_ylim(-1, top + 1)
-        ax.grid(True)
-        ax.set_title(title)
-        ax.set_ylabel("Machines")
-        how = "fast"
+    out["lanes"] = out.groupby("resource")["lane"].transform("max") + 1
+    return out
+
+
+def resource_rows(nb_resources: int | None, used: np.ndarray, names: dict[int, str] | None) -> list[int]:
+    """The resource ids shown, bottom to top: every platform resource (idle ones too), named ones in
+    natural name order (node-2 before node-10) rather than Batsim's lexicographic ids."""
+    ids = range(nb_resources) if nb_resources else range(int(used.max(initial=-1)) + 1)
+    if names:
+        return sorted(ids, key=lambda i: natural_key(names.get(i, f"~{i:09d}")))
+    return list(ids)
+
+
+def plot_job_gantt(
+    ax: Axes,
+    jobs: pd.DataFrame,
+    nb_resources: int | None,
+    names: dict[int, str] | None = None,
+    title: str = "Job Gantt (jobs sharing a node in lanes)",
+) -> None:
+    """Each Batsim resource a row; jobs running on it at the same time split the row into lanes."""
+    lanes = job_lanes(jobs)
+    rows = resource_rows(nb_resources, lanes["resource"].to_numpy(), names)
+    row_of = {r: i for i, r in enumerate(rows)}
+    lanes = lanes[lanes["resource"].isin(row_of)]
+    height = 0.9 / lanes["lanes"].to_numpy()
+    y0 = lanes["resource"].map(row_of).to_numpy() + 0.05 + lanes["lane"].to_numpy() * height
+    verts = _rects(lanes["start"].to_numpy(), lanes["end"].to_numpy(), y0, height)
+    color = lanes["job"].to_numpy()
+    add_rects(ax, verts, color, "tab20", 20, alpha=0.85, edges=len(lanes) <= 300)
+    t0 = float(jobs["submission_time"].min()) if len(jobs) else 0.0
+    t1 = float(lanes["end"].max()) if len(lanes) else t0 + 1.0
+    ax.set_xlim(t0, t1 if t1 > t0 else t0 + 1.0)
+    ax.set_ylim(0, max(len(rows), 1))
+    _label_jobs(ax, jobs, lanes, y0, height, t1 - t0)
+    if len(rows) <= 40:
+        labels = [names.get(r, str(r)) if names else str(r) for r in rows]
+        ax.set_yticks(np.arange(len(rows)) + 0.5, labels, fontsize="small")
+        ax.set_ylabel("node" if names else "Batsim resource id")
+    else:
+        ax.set_yticks([])
+        ax.set_ylabel(f"{len(rows)} nodes" if names else f"{len(rows)} Batsim resources")
     ax.set_xlabel("time (s)")
-    return how
+    ax.set_title(title)
+    ax.grid(True, axis="x")
+
+
+def _label_jobs(ax: Axes, jobs: pd.DataFrame, lanes: pd.DataFrame, y0, height, span: float) -> None:
+    """Job ids inside their rectangles, only where the text fits (no overlapping labels)."""
+    if not len(lanes) or len(lanes) > 400 or span <= 0:
+        return
+    width_px = ax.figure.get_figwidth() * ax.figure.dpi * ax.get_position().width
+    row_px = ax.figure.get_figheight() * ax.figure.dpi * ax.get_position().height / ax.get_ylim()[1]
+    short = jobs["job_id"].str.rpartition("!")[2]
+    for k, (job, start, end) in enumerate(lanes[["job", "start", "end"]].itertuples(index=False)):
+        text = short.at[job]
+        fits_x = (end - start) / span * width_px >= 7 * len(text) + 4
+        if fits_x and height[k] * row_px >= 9:
+            ax.text((start + end) / 2, y0[k] + height[k] / 2, text, ha="center", va="center", fontsize=7)
 
 
 def stack_offsets(start: np.ndarray, end: np.ndarray, size: np.ndarray) -> np.ndarray:
@@ -156,8 +179,7 @@ def plot_node_gantt(
     title: str = "Node Gantt (pods stacked by cpu request)",
 ) -> None:
     """Each node a lane of height 1 = its allocatable cpu; pods stacked by cpu/capacity."""
-    order = "resource_id" if "resource_id" in nodes and nodes["resource_id"].notna().all() else "node"
-    nodes = nodes.sort_values(order).reset_index(drop=True)
+    nodes = nodes.sort_values("node", key=lambda col: col.map(natural_key)).reset_index(drop=True)
     lane = pd.Series(np.arange(len(nodes)), index=nodes["node"])
     cap = pd.Series(nodes["cpu"].to_numpy(dtype=float), index=nodes["node"]).replace(0, np.nan)
     pods = pods[pods["node"].isin(lane.index)].reset_index(drop=True)

@@ -15,6 +15,8 @@ Definitions (also in ``batkube analyze --help``):
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 
@@ -82,6 +84,32 @@ def step_series(start: np.ndarray, end: np.ndarray, weight: np.ndarray) -> pd.Da
     values = values[last]
     values[np.abs(values) < EPS] = 0.0
     return pd.DataFrame({"time": times[last], "value": values})
+
+
+INSTANT = 0.1
+"""Events closer than this (s) belong to one simulated instant. Batsim's clock runs on by a fraction of a
+millisecond per message, so a completion and the start it allows land milliseconds apart: sampled at
+every event, a plot shows states that last a few ms (running drops to 0 at each completion, the queue of a
+spaced workload is a comb of 1-ms spikes) and that no simulated process could observe."""
+
+
+def instant_ends(series: pd.DataFrame, resolution: float = INSTANT) -> pd.DataFrame:
+    """A step series sampled at the end of each simulated instant, for plots.
+
+    An instant is a chain of events each less than ``resolution`` after the previous one; it is shown as
+    one step at its first event to the value after its last. Metrics keep the exact series.
+    """
+    if len(series) < 2:
+        return series.reset_index(drop=True)
+    t = series["time"].to_numpy()
+    gap = np.diff(t) >= resolution
+    first, last = np.insert(gap, 0, True), np.append(gap, True)
+    return pd.DataFrame({"time": t[first], "value": series["value"].to_numpy()[last]})
+
+
+def natural_key(text: object) -> list[object]:
+    """Sort key putting node-2 before node-10 (and run_2 before run_10)."""
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(text))]
 
 
 def queue_series(jobs: pd.DataFrame) -> pd.DataFrame:

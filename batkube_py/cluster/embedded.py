@@ -113,7 +113,7 @@ class EmbeddedCluster:
             profile = self.profiles[pod.scheduler_name]
             decision = profile.schedule_one(pod, self.nodes, self.recorder is not None)
             if self.recorder is not None:
-                self.recorder.write(decision, self.nodes, now, pod.scheduler_name)
+                self.recorder.write(decision, self.nodes, now, profile)
             if decision.node is None:
                 pod.rejected_by = decision.rejected_by
                 self._post_filter(profile, pod)

@@ -2,7 +2,8 @@
 
 Streaming keeps memory flat whatever the run's size, and a line holds only the top nodes' scores and
 per-reason counts of rejected nodes, so it stays small at 5,000 nodes (kube-scheduler-simulator's
-per-pod annotations break at 256 KiB).
+per-pod annotations break at 256 KiB). `filters` says which Filter plugin rejected how many nodes for
+which reason, with at most three of their names, for `batkube explain`.
 """
 
 from __future__ import annotations
@@ -11,8 +12,39 @@ import json
 from pathlib import Path
 from typing import IO
 
-from batkube_py.scheduler.framework import Decision
+import numpy as np
+
+from batkube_py.scheduler.framework import CycleState, Decision, Profile
 from batkube_py.scheduler.snapshot import NodeTable
+
+NAMED = 3
+"""Rejected nodes named per (plugin, reason): enough to look one up, small at any cluster size."""
+
+
+def rejections(decision: Decision, nodes: NodeTable, profile: Profile) -> dict[str, dict[str, list]]:
+    """plugin → reason → [nodes rejected, first names], over the nodes the cycle examined.
+
+    The cycle keeps only per-reason counts, so the filters run again on the nodes it examined (from the
+    start index it began at, before the nominated pods' reservations are released): same counts as
+    `reasons`, no RNG draw, no state change. Only recorded runs pay for it.
+    """
+    if not decision.reasons:
+        return {}
+    n = len(nodes)
+    if decision.evaluated == 0:  # a PreFilter ruled the pod out everywhere
+        plugin = next(iter(decision.rejected_by), "PreFilter")
+        return {plugin: {r: [k, nodes.names[:NAMED]] for r, k in decision.reasons.items()}}
+    start = (profile.next_start - decision.evaluated) % n
+    examined = np.roll(nodes.all, -start)[: decision.evaluated]
+    state = CycleState()
+    profile.pre_filter(state, decision.pod, nodes)
+    _, _, _, levels = profile._filter_chain(state, decision.pod, nodes, examined)
+    out: dict[str, dict[str, list]] = {}
+    for name, given, result in levels:
+        for reason, k in result.reasons.items():
+            bad = result.masks[reason] if result.masks is not None else ~result.feasible
+            out.setdefault(name, {})[reason] = [k, [nodes.names[i] for i in given[bad][:NAMED]]]
+    return out
 
 
 class DecisionRecorder:
@@ -21,13 +53,14 @@ class DecisionRecorder:
         self._file: IO[str] = path.open("w")
         self.count = 0
 
-    def write(self, decision: Decision, nodes: NodeTable, now: float, profile: str) -> None:
+    def write(self, decision: Decision, nodes: NodeTable, now: float, profile: Profile) -> None:
+        """Called before the cycle's nominated-pod reservations are released (see `rejections`)."""
         pod = decision.pod
         line = {
             "time": now,
             "pod": pod.name,
             "job_id": pod.job_id,
-            "profile": profile,
+            "profile": profile.scheduler_name,
             "attempt": pod.attempts + 1,
             "result": "bound" if decision.node is not None else "unschedulable",
             "node": nodes.names[decision.node] if decision.node is not None else None,
@@ -37,6 +70,8 @@ class DecisionRecorder:
             "reasons": decision.reasons,
             "rejected_by": sorted(decision.rejected_by),
         }
+        if decision.reasons:
+            line["filters"] = rejections(decision, nodes, profile)
         if decision.top_scores:
             line["top"] = [
                 {
