@@ -62,3 +62,19 @@ def test_scheduler_facts_read_from_the_configuration(tmp_path):
     cfg = tmp_path / "s.yaml"
     cfg.write_text("podMaxBackoffSeconds: 1\nprofiles:\n- schedulerName: a\n- {}\n")
     assert scheduler_facts(cfg) == ({"a", "default-scheduler"}, 1.0)
+
+
+def test_missing_control_plane_skips_with_the_build_command_and_fails_in_ci(monkeypatch):
+    import apiserver_support
+    import pytest
+
+    monkeypatch.setattr(build, "find_binaries", lambda: None)
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("BATKUBE_REQUIRE_CONTROLPLANE", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="run `batkube controlplane build`"):
+        apiserver_support.require_binaries()
+    for name, value in (("CI", "true"), ("BATKUBE_REQUIRE_CONTROLPLANE", "1")):
+        with monkeypatch.context() as m:
+            m.setenv(name, value)
+            with pytest.raises(pytest.fail.Exception, match="batkube controlplane build"):
+                apiserver_support.require_binaries()
