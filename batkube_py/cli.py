@@ -202,7 +202,9 @@ def workload_cmd(kind, jobs, delay, interval, cpu, memory, out) -> None:
         doc = workloads.delay_jobs(jobs, delay, 0 if kind == "burst" else interval, cpu=cpu, memory=memory)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
-    what = f"{jobs} {kind} job(s) of {delay:g} s, submitted from 0 to {doc['jobs'][-1]['subtime']:g} s"
+    last = doc["jobs"][-1]["subtime"]
+    when = f"submitted from 0 to {last:g} s" if last else "all submitted at 0 s"
+    what = f"{jobs} {kind} job(s) of {delay:g} s, {when}"
     _write(json.dumps(doc, indent=1) + "\n", out, what)
 
 
