@@ -96,3 +96,14 @@ def test_the_kit_extract_is_cut_by_swf_tools_and_checked_job_for_job(monkeypatch
     source.write_text(extract.replace("\t13817\t", "\t13818\t", 1))  # one job's wait changed
     with pytest.raises(datasets.DataError, match="KIT-10-80.swf.*SHA-256 mismatch"):
         datasets.path("KIT-10-80.swf")
+
+
+def test_experiment_files_name_public_inputs_and_a_missing_one_names_the_field(monkeypatch, tmp_path) -> None:
+    from batkube_py.experiments import spec
+
+    f = tmp_path / "e.yaml"
+    f.write_text("name: e\nvariants: [{name: v}]\ncases:\n"
+                 "- {name: c, platform: '${data:NASA-iPSC-1993-3.1-cln.swf}', workload: w}\n")  # fmt: skip
+    monkeypatch.setenv("BATKUBE_OFFLINE", "1")
+    with pytest.raises(spec.SpecError, match=r"cases\.0\.platform: NASA-iPSC-1993-3.1-cln.swf: BATKUBE_OFF"):
+        spec.load(f)
