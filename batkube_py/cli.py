@@ -15,7 +15,7 @@ try:
     import click
 
     from batkube_py import __version__, platforms, workloads
-    from batkube_py.cliutil import CONTEXT, Quantity, out_option
+    from batkube_py.cliutil import CONTEXT, Quantity, out_option, short_help_everywhere
     from batkube_py.controlplane.cli import apiserver_config, backend_options, controlplane
     from batkube_py.endpoint import DEFAULT_ENDPOINT
     from batkube_py.experiments.commands import experiment
@@ -42,7 +42,7 @@ class _LazyGroup(click.Group):
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name in self.lazy and name not in self.commands:
             module, _, attr = self.lazy[name].partition(":")
-            self.add_command(getattr(importlib.import_module(module), attr), name)
+            self.add_command(short_help_everywhere(getattr(importlib.import_module(module), attr)), name)
         return super().get_command(ctx, name)
 
 
@@ -210,6 +210,7 @@ def workload_cmd(kind, jobs, delay, interval, cpu, memory, out) -> None:
 
 main.add_command(controlplane)
 main.add_command(experiment)
+short_help_everywhere(main)
 
 
 def entry() -> None:

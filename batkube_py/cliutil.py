@@ -53,3 +53,12 @@ class Quantity(click.ParamType):
         if amount <= 0:
             self.fail(f"{self.kind} must be more than 0, got {value!r}", param, ctx)
         return str(value)
+
+
+def short_help_everywhere(cmd: click.Command) -> click.Command:
+    """`-h` on `cmd` and every subcommand, even one invoked on its own first (click caches each command's
+    help option from the first context it sees, so inheriting from the group is not enough)."""
+    cmd.context_settings.setdefault("help_option_names", CONTEXT["help_option_names"])
+    for sub in getattr(cmd, "commands", {}).values():
+        short_help_everywhere(sub)
+    return cmd
