@@ -15,6 +15,7 @@ try:
     import click
 
     from batkube_py import __version__, platforms, workloads
+    from batkube_py.cliutil import CONTEXT, Quantity, out_option, short_help_everywhere
     from batkube_py.controlplane.cli import apiserver_config, backend_options, controlplane
     from batkube_py.endpoint import DEFAULT_ENDPOINT
     from batkube_py.experiments.commands import experiment
@@ -42,11 +43,11 @@ class _LazyGroup(click.Group):
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name in self.lazy and name not in self.commands:
             module, _, attr = self.lazy[name].partition(":")
-            self.add_command(getattr(importlib.import_module(module), attr), name)
+            self.add_command(short_help_everywhere(getattr(importlib.import_module(module), attr)), name)
         return super().get_command(ctx, name)
 
 
-@click.group(cls=_LazyGroup)
+@click.group(cls=_LazyGroup, context_settings=CONTEXT)
 @click.version_option(__version__, prog_name="batkube-py")
 def main() -> None:
     """Kubernetes scheduling on Batsim-simulated clusters."""
@@ -127,8 +128,9 @@ def _with_backend(api_cfg, out, body):
     "--socket", "endpoint", default=DEFAULT_ENDPOINT, show_default=True, help="ZeroMQ endpoint to bind."
 )
 @click.option("--out", "-o", type=_path, default=None, help="Directory for pods.csv, summary.json, ...")
-@click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--idle-timeout", type=float, default=None, help="Give up after this many silent seconds.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the scheduler's tie-breaking.")
+@click.option("--idle-timeout", type=click.FloatRange(0, min_open=True), default=None,
+              help="Give up after this many silent seconds.")
 @_embedded_options
 @backend_options
 def serve_cmd(endpoint, out, seed, idle_timeout, record, latency, **backend) -> None:
@@ -147,24 +149,28 @@ def serve_cmd(endpoint, out, seed, idle_timeout, record, latency, **backend) -> 
         raise click.ClickException(str(exc)) from None
 
 
-def _write(text: str, output: Path | None) -> None:
+def _write(text: str, output: Path | None, what: str) -> None:
+    """To stdout, or to the file with one line on stderr saying what was written where."""
     if output is None:
         click.echo(text, nl=False)
     else:
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(text)
+        click.echo(f"wrote {output}: {what}", err=True)
 
 
 @main.command("platform")
-@click.option("--nodes", "-n", type=int, required=True)
-@click.option("--cores", "-c", default="1", show_default=True, help="CPU per node (a Kubernetes quantity).")
-@click.option("--memory", "-m", default=None, help="Memory per node, e.g. 4Gi (default: not modelled).")
-@click.option("--pods", type=int, default=None, help="Max pods per node (default 110).")
-@click.option("--prefix", default="node-", show_default=True)
+@click.option("--nodes", "-n", type=click.IntRange(min=1), required=True, help="Number of Kubernetes nodes.")
+@click.option("--cores", "-c", type=Quantity("cpu"), default="1", show_default=True,
+              help="CPU per node (a Kubernetes quantity > 0: 1, 6, 1500m).")
+@click.option("--memory", "-m", type=Quantity("memory"), default=None,
+              help="Memory per node, e.g. 4Gi (default: not modelled).")
+@click.option("--pods", type=click.IntRange(min=1), default=None, help="Max pods per node (default 110).")
+@click.option("--prefix", default="node-", show_default=True, help="Node names: PREFIX0, PREFIX1, ...")
 @click.option("--label", "labels", multiple=True, help="KEY=VALUE node label (repeatable).")
 @click.option("--taints", default=None, help="key=value:Effect,... taints on every node.")
-@click.option("--output", "-o", type=_path, default=None)
-def platform_cmd(nodes, cores, memory, pods, prefix, labels, taints, output) -> None:
+@out_option("Platform XML to write (default: stdout).", dir_okay=False, default=None)
+def platform_cmd(nodes, cores, memory, pods, prefix, labels, taints, out) -> None:
     """Write a SimGrid platform of NODES identical Kubernetes nodes (plus Batsim's master host)."""
     bad = [x for x in labels if "=" not in x]
     if bad:
@@ -176,28 +182,36 @@ def platform_cmd(nodes, cores, memory, pods, prefix, labels, taints, output) -> 
         )  # fmt: skip
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
-    _write(xml, output)
+    mem = f", memory {memory}" if memory else ""
+    _write(xml, out, f"{nodes} node(s) of {cores} cpu{mem}, plus Batsim's master host")
 
 
 @main.command("workload")
 @click.argument("kind", type=click.Choice(["burst", "spaced"]))
-@click.option("--jobs", "-n", type=int, default=200, show_default=True)
-@click.option("--delay", type=float, default=170, show_default=True, help="Job duration (s).")
-@click.option("--interval", type=float, default=10, show_default=True, help="Seconds between spaced jobs.")
-@click.option("--cpu", default="1", show_default=True, help="CPU request of each pod.")
-@click.option("--memory", default=None, help="Memory request of each pod.")
-@click.option("--output", "-o", type=_path, default=None)
-def workload_cmd(kind, jobs, delay, interval, cpu, memory, output) -> None:
+@click.option("--jobs", "-n", type=click.IntRange(min=1), default=200, show_default=True,
+              help="Number of jobs (pods).")
+@click.option("--delay", type=click.FloatRange(0, min_open=True), default=170, show_default=True,
+              help="Job duration (s).")
+@click.option("--interval", type=click.FloatRange(0), default=10, show_default=True,
+              help="Seconds between spaced jobs.")
+@click.option("--cpu", type=Quantity("cpu"), default="1", show_default=True, help="CPU request of each pod.")
+@click.option("--memory", type=Quantity("memory"), default=None, help="Memory request of each pod.")
+@out_option("Batsim JSON workload to write (default: stdout).", dir_okay=False, default=None)
+def workload_cmd(kind, jobs, delay, interval, cpu, memory, out) -> None:
     """Write the thesis's burst (all at t=0) or spaced (one every --interval s) delay workload."""
     try:
         doc = workloads.delay_jobs(jobs, delay, 0 if kind == "burst" else interval, cpu=cpu, memory=memory)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
-    _write(json.dumps(doc, indent=1) + "\n", output)
+    last = doc["jobs"][-1]["subtime"]
+    when = f"submitted from 0 to {last:g} s" if last else "all submitted at 0 s"
+    what = f"{jobs} {kind} job(s) of {delay:g} s, {when}"
+    _write(json.dumps(doc, indent=1) + "\n", out, what)
 
 
 main.add_command(controlplane)
 main.add_command(experiment)
+short_help_everywhere(main)
 
 
 def entry() -> None:

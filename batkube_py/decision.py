@@ -177,7 +177,9 @@ class DecisionProcess:
             return self._reject(record, reply, why)
         too_big = self.backend.fits_empty_cluster(pod)
         if too_big is not None:
-            return self._reject(record, reply, translate.Rejection(job_id, "requests", "-", too_big))
+            asked = " ".join(f"{k}={v}" for k, v in sorted(requests.items())) or "-"
+            why = translate.Rejection(job_id, "requests", asked, f"requests a node can hold, but {too_big}")
+            return self._reject(record, reply, why)
         self._jobs[job_id] = (job, profile)
         self.backend.add_pod(pod, job_id, ts)
 

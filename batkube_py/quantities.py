@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 
@@ -74,6 +75,39 @@ def count(value: object) -> int:
 
 def format_milli_cpu(milli: int) -> str:
     return str(milli // 1000) if milli % 1000 == 0 else f"{milli}m"
+
+
+def format_bytes(n: float) -> str:
+    """Memory as people write it (6Gi, 512Mi, 1.5Gi), for messages: raw byte counts are unreadable."""
+    for unit, size in (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
+        if n >= size:
+            return f"{int(n) // size}{unit}" if n % size == 0 else f"{n / size:.3g}{unit}"
+    return f"{int(n)}"
+
+
+def unfit_reason(
+    cpu: int, memory: int, rooms: Sequence[tuple[float, float, float]], extra: Sequence[str] = ()
+) -> str:
+    """Why requests (milli-cpu, bytes) fit no node of the empty cluster, whose rooms are each node's
+    (milli-cpu, bytes or inf when it models no memory, pod slots): names each resource that is too big
+    for every node, in the units a user writes, with the largest a node offers."""
+    if not rooms:
+        return "a cluster with at least one node"
+    max_cpu, max_mem, max_pods = (max(r[i] for r in rooms) for i in range(3))
+    parts = []
+    if cpu > max_cpu:
+        parts.append(f"cpu request {format_milli_cpu(cpu)} exceeds every node's allocatable cpu "
+                     f"(max {format_milli_cpu(int(max_cpu))})")  # fmt: skip
+    if memory > max_mem:
+        parts.append(f"memory request {format_bytes(memory)} exceeds every node's allocatable memory "
+                     f"(max {format_bytes(max_mem)})")  # fmt: skip
+    if max_pods < 1:
+        parts.append("every node allows 0 pods")
+    parts += extra
+    if parts:
+        return "; ".join(parts)
+    mem = f" and memory {format_bytes(memory)}" if memory else ""
+    return f"no node has cpu {format_milli_cpu(cpu)}{mem} at once (each fits some node alone)"
 
 
 def allocatable(a: dict[str, str]) -> tuple[int, int, int]:

@@ -13,6 +13,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from batkube_py.cliutil import CONTEXT, out_option
 from swf_tools.convert import ConvertOptions, convert
 from swf_tools.errors import SwfError
 from swf_tools.extract import extract_period, find_periods
@@ -76,7 +77,7 @@ MAX_PROCS = click.option("--max-procs", type=click.IntRange(min=1), default=None
                          help="Machine size, when the MaxProcs header is missing or wrong.")
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(context_settings=CONTEXT)
 @click.version_option(package_name="batkube-py")
 def main() -> None:
     """Prepare Parallel Workloads Archive (SWF) traces for batkube / Batsim experiments."""
@@ -137,10 +138,10 @@ def info(trace: Path, strict: bool, max_procs: int | None, as_json: bool) -> Non
 @click.option("--rebase", is_flag=True, help="Shift submit times so the period starts at 0.")
 @MAX_PROCS
 @STRICT
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@out_option("SWF file to write.", dir_okay=False, required=True)
 @_user_errors
 def extract(trace: Path, period: float, utilisation: float, variation: float, seed: int | None, index: int,
-            merge: str, rebase: bool, max_procs: int | None, strict: bool, output: Path) -> None:
+            merge: str, rebase: bool, max_procs: int | None, strict: bool, out: Path) -> None:
     """Write one period of TRACE whose mean utilisation is within --variation of --utilization."""
     if period <= 0:
         raise click.BadParameter("must be > 0", param_hint="--period")
@@ -168,14 +169,14 @@ def extract(trace: Path, period: float, utilisation: float, variation: float, se
     if jobs.empty:
         raise click.ClickException(f"period {index} has no job to write; pick another --index or "
                                    "--merge basic")
-    write_swf(output, header, jobs)
+    write_swf(out, header, jobs)
     console.print(f"wrote {len(jobs)} jobs of period {index} (utilisation {chosen.utilisation:.4f}) "
-                  f"to {output}")
+                  f"to {out}")
 
 
 @main.command(name="convert")
 @TRACE
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@out_option("Batsim JSON workload to write.", dir_okay=False, required=True)
 @click.option("--normalize-cpu", type=float, default=None,
               help="cpu = N × procs / largest job's procs (node cores).")
 @click.option("--normalize-against", type=click.Choice(["max-job", "max-procs"]), default="max-job",
@@ -199,7 +200,7 @@ def extract(trace: Path, period: float, utilisation: float, variation: float, se
 @click.option("--indent", type=click.IntRange(min=0), default=None, help="Pretty-print the JSON.")
 @STRICT
 @_user_errors
-def convert_command(trace: Path, output: Path, normalize_cpu: float | None, normalize_against: str,
+def convert_command(trace: Path, out: Path, normalize_cpu: float | None, normalize_against: str,
                     uniform_cpu: float | None, cpu_headroom: float, min_cpu: float,
                     max_duration: float | None,
                     memory_from: str, normalize_memory: int | None, scheduler: str,
@@ -214,8 +215,8 @@ def convert_command(trace: Path, output: Path, normalize_cpu: float | None, norm
         jobs_from_time=jobs_from_time, nb_res=nb_res)
     options.validate()
     workload, report = convert(_load(trace, strict), options)
-    output.write_text(workload.to_json(indent) + "\n", encoding="utf-8")
-    console.print(f"wrote {output}: {report.kept} jobs, {len(workload.profiles)} profiles "
+    out.write_text(workload.to_json(indent) + "\n", encoding="utf-8")
+    console.print(f"wrote {out}: {report.kept} jobs, {len(workload.profiles)} profiles "
                   f"({report.total} in trace, {report.nb_skipped} skipped)")
     for reason, count in report.skipped.most_common():
         console.print(f"  skipped {count}: {reason}")

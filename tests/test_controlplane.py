@@ -62,3 +62,34 @@ def test_scheduler_facts_read_from_the_configuration(tmp_path):
     cfg = tmp_path / "s.yaml"
     cfg.write_text("podMaxBackoffSeconds: 1\nprofiles:\n- schedulerName: a\n- {}\n")
     assert scheduler_facts(cfg) == ({"a", "default-scheduler"}, 1.0)
+
+
+def test_missing_control_plane_skips_with_the_build_command_and_fails_in_ci(monkeypatch):
+    import apiserver_support
+    import pytest
+
+    monkeypatch.setattr(build, "find_binaries", lambda: None)
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("BATKUBE_REQUIRE_CONTROLPLANE", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="run `batkube controlplane build`"):
+        apiserver_support.require_binaries()
+    for name, value in (("CI", "true"), ("BATKUBE_REQUIRE_CONTROLPLANE", "1")):
+        with monkeypatch.context() as m:
+            m.setenv(name, value)
+            with pytest.raises(pytest.fail.Exception, match="batkube controlplane build"):
+                apiserver_support.require_binaries()
+
+
+def test_build_compiles_a_writable_copy_of_the_packaged_go_sources(tmp_path, monkeypatch):
+    """An installed package may be read-only: the Go modules are copied under the cache and built there."""
+    monkeypatch.setenv("BATKUBE_CACHE", str(tmp_path))
+    src = build.sources()
+    assert src.parent == tmp_path / "src"
+    packaged = sorted(p.relative_to(build.GOBUILD) for p in build.GOBUILD.rglob("*") if p.is_file())
+    assert {Path("kube/go.mod"), Path("etcd/main.go"), Path("kube/cmd/kube-scheduler/main.go")} <= {*packaged}
+    assert sorted(p.relative_to(src) for p in src.rglob("*") if p.is_file()) == packaged
+    assert build.sources() == src  # a second call reuses the copy
+    monkeypatch.setenv("PATH", str(tmp_path))  # no go
+    result = CliRunner().invoke(main, ["controlplane", "build"])
+    assert result.exit_code == 1 and "`go` is not on PATH" in result.output
+    assert "Traceback" not in result.output

@@ -159,6 +159,23 @@ def test_pods_asking_for_more_extended_resources_than_any_node_are_refused_at_on
     assert "example.com/fpga=1" in c.fits_empty_cluster(other)
 
 
+def test_a_request_too_big_for_every_node_names_the_resource_in_human_units():
+    c = EmbeddedCluster(nodes({"cpu": "4", "memory": "4Gi"}, {"cpu": "8", "memory": "2Gi"}), seed=0)
+    assert c.fits_empty_cluster(pod("m", "1", "6Gi")) == (
+        "memory request 6Gi exceeds every node's allocatable memory (max 4Gi)"
+    )
+    assert c.fits_empty_cluster(pod("c", "8500m", "1Gi")) == (
+        "cpu request 8500m exceeds every node's allocatable cpu (max 8)"
+    )
+    # each resource fits some node, but no node holds both
+    assert c.fits_empty_cluster(pod("both", "6", "3Gi")) == (
+        "no node has cpu 6 and memory 3Gi at once (each fits some node alone)"
+    )
+    # a node that models no memory holds any memory request
+    unlimited = EmbeddedCluster(nodes({"cpu": "4", "memory": "1Gi"}, {"cpu": "1"}), seed=0)
+    assert unlimited.fits_empty_cluster(pod("m", "1", "1.5Gi")) is None
+
+
 def test_decision_lines_stay_small_at_5000_nodes(tmp_path):
     from batkube_py.scheduler.record import DecisionRecorder
 

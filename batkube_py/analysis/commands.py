@@ -203,8 +203,9 @@ def analyze(
     help="Metrics to show (repeatable) [default: makespan, waiting times, slowdowns, "
     "utilisation, job counts].",
 )
-@click.option("--digits", type=click.IntRange(0, 9), default=1, show_default=True)
-@click.option("--bsld-tau", type=click.FloatRange(min=0.0, min_open=True), default=10.0, show_default=True)
+@click.option("--digits", type=click.IntRange(0, 9), default=1, show_default=True, help="Decimals shown.")
+@click.option("--bsld-tau", type=click.FloatRange(min=0.0, min_open=True), default=10.0, show_default=True,
+              help="Bounded slowdown's threshold (s): max(1, (wait + run) / max(run, tau)).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def compare(
     inputs: tuple[str, ...],

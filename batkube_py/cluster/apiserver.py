@@ -124,7 +124,7 @@ class ApiServerCluster:
         cpu, mem = quantities.pod_requests(pod)
         if any(expedite.fits(expedite.Request(cpu, mem), f) for f in self._empty_room.values()):
             return None
-        return f"requests cpu={cpu}m memory={mem}B exceed the allocatable resources of every node"
+        return quantities.unfit_reason(cpu, mem, [tuple(f) for f in self._empty_room.values()])
 
     def add_pod(self, pod: client.V1Pod, job_id: str, now: float) -> None:
         if self.broken:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import numpy as np
 from kubernetes import client
 
+from batkube_py import quantities
 from batkube_py.cluster.base import Binding, Eviction, Unschedulable
 from batkube_py.scheduler.config import build_profiles, default_config
 from batkube_py.scheduler.framework import NODE_TAINT, POD_ADD, POD_DELETE, NodeChange, Profile
@@ -62,11 +64,15 @@ class EmbeddedCluster:
             ok &= t.alloc_ext[name] >= amount if name in t.alloc_ext else False
         if len(t) and ok.any():
             return None
-        extended = "".join(f" {k}={v}" for k, v in sorted(info.extended.items()))
-        return (
-            f"requests cpu={info.milli_cpu}m memory={info.memory}B{extended} exceed the allocatable "
-            f"resources of every node (largest cpu {int(t.alloc_cpu.max(initial=0))}m)"
-        )
+        most = {k: int(t.alloc_ext[k].max(initial=0)) if k in t.alloc_ext else 0 for k in info.extended}
+        extra = [
+            f"extended resource {k}={v} exceeds every node's (max {most[k]})"
+            for k, v in sorted(info.extended.items())
+            if v > most[k]
+        ]
+        mem = np.where(t.mem_limited, t.alloc_mem, np.inf)
+        rooms = list(zip(t.alloc_cpu.tolist(), mem.tolist(), t.alloc_pods.tolist(), strict=True))
+        return quantities.unfit_reason(info.milli_cpu, info.memory, rooms, extra)
 
     def add_pod(self, pod: client.V1Pod, job_id: str, now: float) -> None:
         info = pod_info(pod, job_id, now, self.queue.next_seq())

@@ -73,6 +73,20 @@ def find_binaries() -> Binaries | None:
     return None
 
 
+def sources() -> Path:
+    """A writable copy of the Go modules under the cache: `go build -mod=mod` may rewrite go.sum, and an
+    installed package (a wheel in a system site-packages) can be read-only. Keyed like the binaries."""
+    dst = cache_dir() / "src" / _sources_key()
+    if not (dst / "kube" / "go.mod").is_file():
+        if not (GOBUILD / "kube" / "go.mod").is_file():
+            raise BuildError(f"the control plane's Go sources are not in {GOBUILD}: reinstall batkube-py")
+        tmp = dst.with_name(f"{dst.name}.tmp{os.getpid()}")
+        shutil.copytree(GOBUILD, tmp, dirs_exist_ok=True)
+        shutil.rmtree(dst, ignore_errors=True)
+        os.replace(tmp, dst)
+    return dst
+
+
 def _ldflags(binary: str) -> str:
     if binary == "etcd":
         return "-s -w"
@@ -100,6 +114,7 @@ def build(log=sys.stderr, attempts: int = 3) -> Binaries:
         )
     out = bin_dir()
     out.mkdir(parents=True, exist_ok=True)
+    src = sources()
     env = dict(os.environ)
     env.setdefault("GOMODCACHE", str(cache_dir() / "go" / "mod"))
     env.setdefault("GOCACHE", str(cache_dir() / "go" / "build"))
@@ -113,7 +128,7 @@ def build(log=sys.stderr, attempts: int = 3) -> Binaries:
         for attempt in range(1, attempts + 1):
             t0 = time.monotonic()
             print(f"building {binary} ({' '.join(cmd[1:3])}) attempt {attempt}", file=log, flush=True)
-            proc = subprocess.run(cmd, cwd=GOBUILD / module, env=env, capture_output=True, text=True)
+            proc = subprocess.run(cmd, cwd=src / module, env=env, capture_output=True, text=True)
             if proc.returncode == 0:
                 os.replace(str(target) + ".tmp", target)
                 print(f"built {binary} in {time.monotonic() - t0:.0f} s", file=log, flush=True)

@@ -24,6 +24,10 @@ _dir = click.option(
 )
 
 
+_seconds = click.FloatRange(min=0)
+_positive = click.FloatRange(min=0, min_open=True)
+
+
 @click.group("controlplane")
 def controlplane() -> None:
     """A loopback etcd + kube-apiserver + kube-scheduler for `--backend apiserver`."""
@@ -110,7 +114,8 @@ def backend_options(f: Callable[..., Any]) -> Callable[..., Any]:
             "--scheduler-config",
             type=click.Path(exists=True, dir_okay=False, path_type=Path),
             default=None,
-            help="apiserver: KubeSchedulerConfiguration for a control plane we start.",
+            help="KubeSchedulerConfiguration (profiles, plugin weights and args, backoff): the embedded "
+            "twin honours it, and so does the kube-scheduler of a control plane batkube starts.",
         ),
         click.option(
             "--scheduler-name",
@@ -128,19 +133,36 @@ def backend_options(f: Callable[..., Any]) -> Callable[..., Any]:
             help="apiserver: wait until the scheduler is done, or Batkube's timeouts.",
         ),
         click.option(
-            "--timeout-value", type=float, default=0.020, show_default=True, help="timeout: s per step."
+            "--timeout-value", type=_seconds, default=0.020, show_default=True,
+            help="timeout: wall s waited for a decision per Batsim step.",
         ),
         click.option(
-            "--min-delay", type=float, default=0.0, show_default=True, help="timeout: min s per step."
+            "--min-delay", type=_seconds, default=0.0, show_default=True,
+            help="timeout: wall s a step lasts at least before it ends at a binding.",
         ),
-        click.option("--base-simulation-timestep", type=float, default=0.1, show_default=True),
-        click.option("--max-simulation-timestep", type=float, default=20.0, show_default=True),
-        click.option("--backoff-multiplier", type=float, default=2.0, show_default=True),
-        click.option("--fast-forward-on-no-pending-jobs", is_flag=True, default=False),
-        click.option("--detect-scheduler-deadlock", is_flag=True, default=False),
+        click.option(
+            "--base-simulation-timestep", type=_positive, default=0.1, show_default=True,
+            help="timeout: first simulated s of a CALL_ME_LATER wake-up (reset by any event).",
+        ),
+        click.option(
+            "--max-simulation-timestep", type=_positive, default=20.0, show_default=True,
+            help="timeout: cap of the wake-up step, in simulated s.",
+        ),
+        click.option(
+            "--backoff-multiplier", type=click.FloatRange(min=1), default=2.0, show_default=True,
+            help="timeout: the wake-up step grows by this factor each quiet step.",
+        ),
+        click.option(
+            "--fast-forward-on-no-pending-jobs", is_flag=True, default=False,
+            help="timeout: no wake-up while no pod is pending (Batsim jumps to its next event).",
+        ),
+        click.option(
+            "--detect-scheduler-deadlock", is_flag=True, default=False,
+            help="timeout: stop the run when pods wait and nothing runs for --scheduler-crash-timeout.",
+        ),
         click.option(
             "--scheduler-crash-timeout",
-            type=float,
+            type=_positive,
             default=30.0,
             show_default=True,
             help="s without a sign of life from the scheduler before the run stops.",

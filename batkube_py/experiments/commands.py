@@ -144,7 +144,9 @@ def run_cmd(
 @click.argument(
     "files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path)
 )
-@click.option("--var", "var_items", multiple=True, metavar="NAME=VALUE")
+@click.option(
+    "--var", "var_items", multiple=True, metavar="NAME=VALUE", help="Set a ${NAME} variable of the files."
+)
 def check_cmd(files, var_items) -> None:
     """Validate experiment FILES without running anything (names the file and field at fault)."""
     from batkube_py.experiments.spec import SpecError, load

@@ -4,7 +4,8 @@ Validation happens here, at the edge, so that a typo in a 200-run sweep fails be
 names the file and the field (``experiments/kit.yaml: variants.1.sync.timeout_value: ...``), instead of
 surfacing as a failed run an hour later.
 
-Strings may use ``${name}`` variables (``vars:`` in the file, overridable with ``--var name=value``);
+Strings may use ``${name}`` variables (``vars:`` in the file, overridable with ``--var name=value``) and
+``${data:NAME}``, a public input fetched by name and verified (batkube_py.datasets);
 relative paths are resolved against the experiment file's directory, so a file works from any cwd.
 """
 
@@ -25,6 +26,7 @@ SWEEPABLE = (
     "backoff_multiplier",
 )
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_DATA = re.compile(r"\$\{data:([\w.-]+)\}")
 
 
 class SpecError(ValueError):
@@ -170,7 +172,15 @@ def _substitute(node: object, env: dict[str, str], where: str) -> object:
                 raise SpecError(f"{where}: unknown variable ${{{m.group(1)}}} (define it under vars:)")
             return env[m.group(1)]
 
-        return _VAR.sub(repl, node)
+        def data(m: re.Match) -> str:
+            from batkube_py import datasets
+
+            try:
+                return str(datasets.path(m.group(1)))
+            except datasets.DataError as exc:
+                raise SpecError(f"{where}: {exc}") from None
+
+        return _DATA.sub(data, _VAR.sub(repl, node))
     if isinstance(node, list):
         return [_substitute(x, env, f"{where}.{i}") for i, x in enumerate(node)]
     if isinstance(node, dict):
