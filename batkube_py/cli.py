@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import importlib
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -14,11 +15,20 @@ gc.disable()
 try:
     import click
 
-    from batkube_py import __version__, platforms, workloads
+    from batkube_py import __version__, platforms, rundir, workloads
+    from batkube_py.cliparams import MAX_JOBS, MAX_NODES, SECONDS, Finite, guard_options
     from batkube_py.controlplane.cli import apiserver_config, backend_options, controlplane
-    from batkube_py.endpoint import DEFAULT_ENDPOINT
+    from batkube_py.endpoint import FREE_LOOPBACK
     from batkube_py.experiments.commands import experiment
-    from batkube_py.run import RunConfig, RunError, exit_on_sigterm, run, serve
+    from batkube_py.run import (
+        RunConfig,
+        RunError,
+        exit_on_sigterm,
+        interrupt_on_sigterm,
+        preflight,
+        run,
+        serve,
+    )
 finally:
     gc.enable()
 
@@ -90,20 +100,28 @@ def _embedded_options(f):
               "(default: `batsim` on PATH, else the double).")
 @click.option("--batsim-arg", "batsim_args", multiple=True, help="Extra argument for Batsim (repeatable).")
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: when on a terminal).")
+@guard_options
 @_embedded_options
 @backend_options
-def run_cmd(platform, workload, out, seed, batsim, batsim_args, progress, record, latency, **backend) -> None:
+def run_cmd(platform, workload, out, seed, batsim, batsim_args, progress, record, latency, overwrite,
+            connect_timeout, idle_timeout, **backend) -> None:  # fmt: skip
     """Simulate PLATFORM running WORKLOAD with Batsim and the embedded kube-scheduler twin."""
     cfg = RunConfig(
         platform=platform, workload=workload, out=out, seed=seed, batsim=batsim, batsim_args=batsim_args,
         progress=sys.stderr.isatty() if progress is None else progress, record_decisions=record,
         startup_latency=latency, scheduler_config=backend["scheduler_config"],
+        connect_timeout=connect_timeout, idle_timeout=idle_timeout,
     )  # fmt: skip
+    interrupt_on_sigterm()
     try:
-        summary = _with_backend(apiserver_config(backend), out, lambda factory: run(cfg, factory))
-    except RunError as exc:
+        checked = preflight(cfg)  # before the directory is claimed (and, with --overwrite, emptied)
+        api_cfg = apiserver_config(backend)
+        with rundir.claimed(out, checked.inputs(cfg), overwrite):
+            summary = _with_backend(api_cfg, out, lambda factory: run(cfg, factory, checked))
+    except (RunError, rundir.RunDirError) as exc:
         raise click.ClickException(str(exc)) from None
     _report(summary)
+
 
 
 def _with_backend(api_cfg, out, body):
@@ -123,14 +141,18 @@ def _with_backend(api_cfg, out, body):
 
 @main.command("serve")
 @click.option(
-    "--socket", "endpoint", default=DEFAULT_ENDPOINT, show_default=True, help="ZeroMQ endpoint to bind."
-)
+    "--socket", "endpoint", default=FREE_LOOPBACK, show_default=True,
+    help="ZeroMQ endpoint to bind (tcp://HOST:PORT or ipc://PATH); the default is a free loopback port, "
+    "printed at start, so that no other Batsim on the host reaches this adapter by accident.",
+)  # fmt: skip
 @click.option("--out", "-o", type=_path, default=None, help="Directory for pods.csv, summary.json, ...")
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--idle-timeout", type=float, default=None, help="Give up after this many silent seconds.")
+@click.option("--idle-timeout", type=SECONDS, default=600.0, show_default=True,
+              help="Give up after this many seconds without a message from Batsim.")  # fmt: skip
+@click.option("--overwrite", is_flag=True, help="Replace the outputs of an earlier run in --out.")
 @_embedded_options
 @backend_options
-def serve_cmd(endpoint, out, seed, idle_timeout, record, latency, **backend) -> None:
+def serve_cmd(endpoint, out, seed, idle_timeout, overwrite, record, latency, **backend) -> None:
     """Run the adapter alone, for a Batsim you launch yourself (with --enable-compute-sharing, and
     --enable-dynamic-jobs --acknowledge-dynamic-jobs so that preempted pods are resubmitted)."""
     config = backend["scheduler_config"]
@@ -140,25 +162,35 @@ def serve_cmd(endpoint, out, seed, idle_timeout, record, latency, **backend) -> 
         return serve(endpoint, out, seed, idle_timeout, factory, record_decisions=record,
                      startup_latency=latency, scheduler_config=config)  # fmt: skip
 
+    interrupt_on_sigterm()
     try:
-        _report(_with_backend(api_cfg, out, body))
-    except RunError as exc:
+        if out is None:
+            summary = _with_backend(api_cfg, out, body)
+        else:
+            with rundir.claimed(out, {"scheduler config": config}, overwrite):
+                summary = _with_backend(api_cfg, out, body)
+    except (RunError, rundir.RunDirError) as exc:
         raise click.ClickException(str(exc)) from None
+    _report(summary)
 
 
 def _write(text: str, output: Path | None) -> None:
     if output is None:
         click.echo(text, nl=False)
-    else:
+        return
+    try:
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(text)
+    except OSError as exc:
+        raise click.ClickException(f"cannot write {output}: {exc.strerror}") from None
 
 
 @main.command("platform")
-@click.option("--nodes", "-n", type=int, required=True)
+@click.option("--nodes", "-n", type=click.IntRange(1, MAX_NODES), required=True)
 @click.option("--cores", "-c", default="1", show_default=True, help="CPU per node (a Kubernetes quantity).")
 @click.option("--memory", "-m", default=None, help="Memory per node, e.g. 4Gi (default: not modelled).")
-@click.option("--pods", type=int, default=None, help="Max pods per node (default 110).")
+@click.option("--pods", type=click.IntRange(1, 1_000_000), default=None,
+              help="Max pods per node (default 110).")  # fmt: skip
 @click.option("--prefix", default="node-", show_default=True)
 @click.option("--label", "labels", multiple=True, help="KEY=VALUE node label (repeatable).")
 @click.option("--taints", default=None, help="key=value:Effect,... taints on every node.")
@@ -180,9 +212,11 @@ def platform_cmd(nodes, cores, memory, pods, prefix, labels, taints, output) -> 
 
 @main.command("workload")
 @click.argument("kind", type=click.Choice(["burst", "spaced"]))
-@click.option("--jobs", "-n", type=int, default=200, show_default=True)
-@click.option("--delay", type=float, default=170, show_default=True, help="Job duration (s).")
-@click.option("--interval", type=float, default=10, show_default=True, help="Seconds between spaced jobs.")
+@click.option("--jobs", "-n", type=click.IntRange(1, MAX_JOBS), default=200, show_default=True)
+@click.option("--delay", type=Finite(0, 1e9, low_open=True), default=170, show_default=True,
+              help="Job duration (s).")  # fmt: skip
+@click.option("--interval", type=Finite(0, 1e9), default=10, show_default=True,
+              help="Seconds between spaced jobs.")  # fmt: skip
 @click.option("--cpu", default="1", show_default=True, help="CPU request of each pod.")
 @click.option("--memory", default=None, help="Memory request of each pod.")
 @click.option("--output", "-o", type=_path, default=None)
@@ -201,9 +235,20 @@ main.add_command(experiment)
 
 def entry() -> None:
     """The `batkube` executable. When a command is done the process ends: the heap is frozen first so
-    that the interpreter's last collection skips it (after a 10,000-pod run that sweep took ~0.2 s)."""
+    that the interpreter's last collection skips it (after a 10,000-pod run that sweep took ~0.2 s).
+
+    An error no command anticipated still ends in one line and exit code 1; `batkube --debug ...` (or
+    BATKUBE_DEBUG=1) shows the traceback."""
+    debug = sys.argv[1:2] == ["--debug"] or bool(os.environ.get("BATKUBE_DEBUG"))
+    if sys.argv[1:2] == ["--debug"]:
+        del sys.argv[1]
     try:
         main()
+    except (Exception, RecursionError, MemoryError) as exc:
+        if debug:
+            raise
+        click.echo(f"batkube: error: {type(exc).__name__}: {str(exc)[:300]} (--debug shows where)", err=True)
+        sys.exit(1)
     finally:
         gc.freeze()
 
