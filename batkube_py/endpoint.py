@@ -144,7 +144,7 @@ class Endpoint:
                 continue
             elif len(frames) != 3 or frames[1] != b"":
                 raise ProtocolError(
-                    f"message {self.messages + 1} from Batsim has {len(frames) - 1} parts "
+                    f"message {self.messages + 1} from Batsim has {len(frames) - 2} parts "
                     "(expected one frame after the REQ envelope)"
                 )
             else:
