@@ -293,7 +293,7 @@ _json = st.recursive(
     st.none()
     | st.booleans()
     | st.integers(-(2**63), 2**63 - 1)
-    | st.floats(allow_nan=False)
+    | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(max_size=8),
     lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=8), kids, max_size=4),
     max_leaves=20,
