@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import importlib
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -14,12 +15,21 @@ gc.disable()
 try:
     import click
 
-    from batkube_py import __version__, platforms, workloads
+    from batkube_py import __version__, platforms, rundir, workloads
+    from batkube_py.cliparams import MAX_JOBS, MAX_NODES, SECONDS, Finite, guard_options
     from batkube_py.cliutil import CONTEXT, Quantity, out_option, short_help_everywhere
     from batkube_py.controlplane.cli import apiserver_config, backend_options, controlplane
-    from batkube_py.endpoint import DEFAULT_ENDPOINT
+    from batkube_py.endpoint import FREE_LOOPBACK
     from batkube_py.experiments.commands import experiment
-    from batkube_py.run import RunConfig, RunError, exit_on_sigterm, run, serve
+    from batkube_py.run import (
+        RunConfig,
+        RunError,
+        exit_on_sigterm,
+        interrupt_on_sigterm,
+        preflight,
+        run,
+        serve,
+    )
 finally:
     gc.enable()
 
@@ -92,20 +102,28 @@ def _embedded_options(f):
               "(default: `batsim` on PATH, else the double).")
 @click.option("--batsim-arg", "batsim_args", multiple=True, help="Extra argument for Batsim (repeatable).")
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: when on a terminal).")
+@guard_options
 @_embedded_options
 @backend_options
-def run_cmd(platform, workload, out, seed, batsim, batsim_args, progress, record, latency, **backend) -> None:
+def run_cmd(platform, workload, out, seed, batsim, batsim_args, progress, record, latency, overwrite,
+            connect_timeout, idle_timeout, **backend) -> None:  # fmt: skip
     """Simulate PLATFORM running WORKLOAD with Batsim and the embedded kube-scheduler twin."""
     cfg = RunConfig(
         platform=platform, workload=workload, out=out, seed=seed, batsim=batsim, batsim_args=batsim_args,
         progress=sys.stderr.isatty() if progress is None else progress, record_decisions=record,
         startup_latency=latency, scheduler_config=backend["scheduler_config"],
+        connect_timeout=connect_timeout, idle_timeout=idle_timeout,
     )  # fmt: skip
+    interrupt_on_sigterm()
     try:
-        summary = _with_backend(apiserver_config(backend), out, lambda factory: run(cfg, factory))
-    except RunError as exc:
+        checked = preflight(cfg)  # before the directory is claimed (and, with --overwrite, emptied)
+        api_cfg = apiserver_config(backend)
+        with rundir.claimed(out, checked.inputs(cfg), overwrite):
+            summary = _with_backend(api_cfg, out, lambda factory: run(cfg, factory, checked))
+    except (RunError, rundir.RunDirError) as exc:
         raise click.ClickException(str(exc)) from None
     _report(summary)
+
 
 
 def _with_backend(api_cfg, out, body):
@@ -125,15 +143,18 @@ def _with_backend(api_cfg, out, body):
 
 @main.command("serve")
 @click.option(
-    "--socket", "endpoint", default=DEFAULT_ENDPOINT, show_default=True, help="ZeroMQ endpoint to bind."
-)
+    "--socket", "endpoint", default=FREE_LOOPBACK, show_default=True,
+    help="ZeroMQ endpoint to bind (tcp://HOST:PORT or ipc://PATH); the default is a free loopback port, "
+    "printed at start, so that no other Batsim on the host reaches this adapter by accident.",
+)  # fmt: skip
 @click.option("--out", "-o", type=_path, default=None, help="Directory for pods.csv, summary.json, ...")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the scheduler's tie-breaking.")
-@click.option("--idle-timeout", type=click.FloatRange(0, min_open=True), default=None,
-              help="Give up after this many silent seconds.")
+@click.option("--idle-timeout", type=SECONDS, default=600.0, show_default=True,
+              help="Give up after this many seconds without a message from Batsim.")  # fmt: skip
+@click.option("--overwrite", is_flag=True, help="Replace the outputs of an earlier run in --out.")
 @_embedded_options
 @backend_options
-def serve_cmd(endpoint, out, seed, idle_timeout, record, latency, **backend) -> None:
+def serve_cmd(endpoint, out, seed, idle_timeout, overwrite, record, latency, **backend) -> None:
     """Run the adapter alone, for a Batsim you launch yourself (with --enable-compute-sharing, and
     --enable-dynamic-jobs --acknowledge-dynamic-jobs so that preempted pods are resubmitted)."""
     config = backend["scheduler_config"]
@@ -143,29 +164,40 @@ def serve_cmd(endpoint, out, seed, idle_timeout, record, latency, **backend) -> 
         return serve(endpoint, out, seed, idle_timeout, factory, record_decisions=record,
                      startup_latency=latency, scheduler_config=config)  # fmt: skip
 
+    interrupt_on_sigterm()
     try:
-        _report(_with_backend(api_cfg, out, body))
-    except RunError as exc:
+        if out is None:
+            summary = _with_backend(api_cfg, out, body)
+        else:
+            with rundir.claimed(out, {"scheduler config": config}, overwrite):
+                summary = _with_backend(api_cfg, out, body)
+    except (RunError, rundir.RunDirError) as exc:
         raise click.ClickException(str(exc)) from None
+    _report(summary)
 
 
 def _write(text: str, output: Path | None, what: str) -> None:
     """To stdout, or to the file with one line on stderr saying what was written where."""
     if output is None:
         click.echo(text, nl=False)
-    else:
+        return
+    try:
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(text)
         click.echo(f"wrote {output}: {what}", err=True)
+    except OSError as exc:
+        raise click.ClickException(f"cannot write {output}: {exc.strerror}") from None
 
 
 @main.command("platform")
-@click.option("--nodes", "-n", type=click.IntRange(min=1), required=True, help="Number of Kubernetes nodes.")
+@click.option("--nodes", "-n", type=click.IntRange(1, MAX_NODES), required=True,
+              help="Number of Kubernetes nodes.")
 @click.option("--cores", "-c", type=Quantity("cpu"), default="1", show_default=True,
               help="CPU per node (a Kubernetes quantity > 0: 1, 6, 1500m).")
 @click.option("--memory", "-m", type=Quantity("memory"), default=None,
               help="Memory per node, e.g. 4Gi (default: not modelled).")
-@click.option("--pods", type=click.IntRange(min=1), default=None, help="Max pods per node (default 110).")
+@click.option("--pods", type=click.IntRange(1, 1_000_000), default=None,
+              help="Max pods per node (default 110).")
 @click.option("--prefix", default="node-", show_default=True, help="Node names: PREFIX0, PREFIX1, ...")
 @click.option("--label", "labels", multiple=True, help="KEY=VALUE node label (repeatable).")
 @click.option("--taints", default=None, help="key=value:Effect,... taints on every node.")
@@ -188,12 +220,12 @@ def platform_cmd(nodes, cores, memory, pods, prefix, labels, taints, out) -> Non
 
 @main.command("workload")
 @click.argument("kind", type=click.Choice(["burst", "spaced"]))
-@click.option("--jobs", "-n", type=click.IntRange(min=1), default=200, show_default=True,
+@click.option("--jobs", "-n", type=click.IntRange(1, MAX_JOBS), default=200, show_default=True,
               help="Number of jobs (pods).")
-@click.option("--delay", type=click.FloatRange(0, min_open=True), default=170, show_default=True,
-              help="Job duration (s).")
-@click.option("--interval", type=click.FloatRange(0), default=10, show_default=True,
-              help="Seconds between spaced jobs.")
+@click.option("--delay", type=Finite(0, 1e9, low_open=True), default=170, show_default=True,
+              help="Job duration (s).")  # fmt: skip
+@click.option("--interval", type=Finite(0, 1e9), default=10, show_default=True,
+              help="Seconds between spaced jobs.")  # fmt: skip
 @click.option("--cpu", type=Quantity("cpu"), default="1", show_default=True, help="CPU request of each pod.")
 @click.option("--memory", type=Quantity("memory"), default=None, help="Memory request of each pod.")
 @out_option("Batsim JSON workload to write (default: stdout).", dir_okay=False, default=None)
@@ -216,9 +248,20 @@ short_help_everywhere(main)
 
 def entry() -> None:
     """The `batkube` executable. When a command is done the process ends: the heap is frozen first so
-    that the interpreter's last collection skips it (after a 10,000-pod run that sweep took ~0.2 s)."""
+    that the interpreter's last collection skips it (after a 10,000-pod run that sweep took ~0.2 s).
+
+    An error no command anticipated still ends in one line and exit code 1; `batkube --debug ...` (or
+    BATKUBE_DEBUG=1) shows the traceback."""
+    debug = sys.argv[1:2] == ["--debug"] or bool(os.environ.get("BATKUBE_DEBUG"))
+    if sys.argv[1:2] == ["--debug"]:
+        del sys.argv[1]
     try:
         main()
+    except (Exception, RecursionError, MemoryError) as exc:
+        if debug:
+            raise
+        click.echo(f"batkube: error: {type(exc).__name__}: {str(exc)[:300]} (--debug shows where)", err=True)
+        sys.exit(1)
     finally:
         gc.freeze()
 

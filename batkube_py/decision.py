@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import heapq
 import logging
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -21,7 +22,7 @@ from batkube_py.cluster.base import Backend, BackendError
 from batkube_py.disruption import Disruptions
 from batkube_py.outputs import PodRecord, RunOutputs
 from batkube_py.protocol import models as m
-from batkube_py.protocol.codec import decode_message
+from batkube_py.protocol.codec import ProtocolError, decode_message
 from batkube_py.protocol.reply import TIME_RESOLUTION, Reply
 from batkube_py.quantities import byte_count, milli_cpu
 from batkube_py.scheduler.snapshot import InvariantViolation
@@ -56,6 +57,7 @@ class DecisionProcess:
         self.records: dict[str, PodRecord] = {}
         self._job_of_pod: dict[str, str] = {}
         self._node_of_host: dict[int, str] = {}
+        self._host_ids = ProcSet()
         self._nodes: dict[str, client.V1Node] = {}
         self._alloc: dict[str, ProcSet] = {}  # node → its EXECUTE_JOB allocation
         self._alloc_text: dict[str, str] = {}
@@ -72,11 +74,15 @@ class DecisionProcess:
 
     def handle(self, raw: bytes) -> bytes:
         """One Batsim message in, one reply out. Raises ProtocolError on a message that is not Batsim's."""
-        msg, unknown = decode_message(raw)
+        return self.handle_decoded(*decode_message(raw))
+
+    def handle_decoded(self, msg: m.Message, unknown: list) -> bytes:
         self.unknown_events += len(unknown)
         return self.handle_message(msg).encode()
 
     def handle_message(self, msg: m.Message) -> Reply:
+        if not math.isfinite(msg.now) or msg.now < self.now - TIME_RESOLUTION:
+            raise ProtocolError(f"'now' went from {self.now} to {msg.now}: Batsim's clock never goes back")
         self.now = msg.now
         self._wakeups = [t for t in self._wakeups if t > msg.now + TIME_RESOLUTION]
         reply = Reply(msg.now)
@@ -106,6 +112,9 @@ class DecisionProcess:
     # ---- Batsim events --------------------------------------------------------------------------
 
     def _on_simulation_begins(self, data: m.SimulationBegins, ts: float, reply: Reply) -> None:
+        if self.started:
+            self._fail("Batsim sent SIMULATION_BEGINS a second time; the run is stopped")
+            return
         self.started = True
         self._profiles = {wl: dict(p) for wl, p in data.profiles.items()}
         self.disruptions.configure(data.config)
@@ -125,6 +134,7 @@ class DecisionProcess:
             self._fail("two hosts of the platform map to the same node name")
         self._nodes = {n.metadata.name: n for n in nodes}
         self._node_of_host = {translate.resource_id(n): n.metadata.name for n in nodes}
+        self._host_ids = ProcSet(*self._node_of_host)
         self._alloc = {n.metadata.name: translate.alloc_for(n) for n in nodes}
         self._alloc_text = {name: str(alloc) for name, alloc in self._alloc.items()}
         if self.outputs is not None:
@@ -147,7 +157,8 @@ class DecisionProcess:
             )
             return
         subtime = job.get("subtime") if job else None
-        submit = float(subtime) if isinstance(subtime, int | float) and not isinstance(subtime, bool) else ts
+        finite = isinstance(subtime, int | float) and not isinstance(subtime, bool) and math.isfinite(subtime)
+        submit = float(subtime) if finite else ts
         name = translate.pod_name(job_id, self._job_of_pod.keys())
         record = PodRecord(job_id=job_id, pod=name, submit_time=submit)
         self.records[job_id] = record
@@ -196,8 +207,14 @@ class DecisionProcess:
         elif data.type == "no_more_external_event_to_occur":
             self.no_more_external_events = True
         elif data.type in ("event_machine_unavailable", "event_machine_available") and self.backend:
-            ids = ProcSet.from_str(data.resources or "")
-            names = [self._node_of_host[i] for i in ids if i in self._node_of_host]
+            try:
+                ids = ProcSet.from_str(data.resources or "")
+            except (ValueError, TypeError):
+                what = f"NOTIFY {data.type}: resources {data.resources!r}"
+                self._fail(f"{what} is not a set of host ids like '0-3 7'")
+                return
+            # intersected first: the set may span 10^11 ids, the platform a few thousand hosts
+            names = [self._node_of_host[i] for i in ids & self._host_ids]
             available = data.type == "event_machine_available"
             (self._unavailable.difference_update if available else self._unavailable.update)(names)
             self.backend.set_nodes_schedulable(names, available, ts)

@@ -33,6 +33,9 @@ def cluster_platform(
     if pods is not None:
         props["pods"] = str(pods)
     if taints:
+        from batkube_py.translate import parse_taints  # the adapter's own reading of the property
+
+        parse_taints(taints, "--taints")
         props["taints"] = taints
     props.update(labels or {})
     prop_xml = "".join(f"\n        <prop id={quoteattr(k)} value={quoteattr(v)}/>" for k, v in props.items())

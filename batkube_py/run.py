@@ -24,7 +24,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from batkube_py import __version__
 from batkube_py.cluster.embedded import EmbeddedCluster
 from batkube_py.decision import BackendFactory, DecisionProcess
-from batkube_py.endpoint import Endpoint, PeerGone
+from batkube_py.endpoint import Endpoint, EndpointError, PeerGone
 from batkube_py.outputs import RunOutputs
 from batkube_py.protocol.codec import ProtocolError
 from batkube_py.protocol.reply import ReplyRuleError
@@ -52,6 +52,20 @@ class RunConfig:
     record_decisions: bool = False
     startup_latency: str | None = None
     scheduler_config: Path | None = None
+    connect_timeout: float | None = 120.0  # s for Batsim to connect and send SIMULATION_BEGINS
+    idle_timeout: float | None = 600.0  # s of Batsim's silence (alive, not waiting for us) before giving up
+
+
+@dataclass
+class Checked:
+    """What run() needs that can fail on bad input, computed before the run directory is touched."""
+
+    total: int
+    startup: StartupLatency | None
+    batsim: list[str]
+
+    def inputs(self, cfg: RunConfig) -> dict[str, Path | None]:
+        return {"platform": cfg.platform, "workload": cfg.workload, "scheduler config": cfg.scheduler_config}
 
 
 def embedded_factory(seed: int, record: Path | None = None, config: Path | None = None) -> BackendFactory:
@@ -99,13 +113,17 @@ def find_batsim(batsim: str | None) -> list[str]:
 
 def count_jobs(workload: Path) -> int:
     try:
-        doc = json.loads(workload.read_text())
+        doc = json.loads(workload.read_bytes().decode("utf-8"))
     except OSError as exc:
         raise RunError(f"cannot read workload {workload}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise RunError(f"workload {workload} is not UTF-8 text (byte {exc.start})") from None
     except json.JSONDecodeError as exc:
         raise RunError(
             f"workload {workload} is not JSON: line {exc.lineno} column {exc.colno}: {exc.msg}"
         ) from None
+    except RecursionError:
+        raise RunError(f"workload {workload} is nested too deeply to be a Batsim workload") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("jobs"), list):
         raise RunError(f"workload {workload}: expected an object with a 'jobs' array (Batsim workload)")
     return len(doc["jobs"])
@@ -141,6 +159,18 @@ def exit_on_sigterm() -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP during a run: handled like Ctrl-C, so Batsim is stopped and outputs are kept."""
+
+
+def interrupt_on_sigterm() -> None:
+    def handler(signum, _frame):
+        raise Terminated(signal.Signals(signum).name)
+
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGHUP, handler)
+
+
 def _progress(enabled: bool, total: int) -> tuple[Progress, Callable[[DecisionProcess], None]]:
     bar = Progress(
         TextColumn("[bold]simulated t={task.fields[now]:>10.1f}s"),
@@ -163,21 +193,35 @@ def _progress(enabled: bool, total: int) -> tuple[Progress, Callable[[DecisionPr
     return bar, update
 
 
-def run(cfg: RunConfig, backend_factory: BackendFactory | None = None) -> dict[str, Any]:
-    """Run one simulation; returns the summary (also written to summary.json). Raises RunError."""
+def preflight(cfg: RunConfig) -> Checked:
+    """Every check of the inputs that does not need the run directory (which is not touched)."""
     for what, path in (("platform", cfg.platform), ("workload", cfg.workload)):
         if not path.is_file():
             raise RunError(f"{what} file {path} does not exist")
-    total = count_jobs(cfg.workload)
-    startup = _latency(cfg.startup_latency, cfg.seed)
+    for what, value in (("--connect-timeout", cfg.connect_timeout), ("--idle-timeout", cfg.idle_timeout)):
+        if value is not None and not 0 < value < float("inf"):
+            raise RunError(f"{what} must be a positive number of seconds, got {value}")
+    return Checked(count_jobs(cfg.workload), _latency(cfg.startup_latency, cfg.seed), find_batsim(cfg.batsim))
+
+
+def run(
+    cfg: RunConfig, backend_factory: BackendFactory | None = None, checked: Checked | None = None
+) -> dict[str, Any]:
+    """Run one simulation; returns the summary (also written to summary.json). Raises RunError.
+
+    The caller owns the directory (rundir.claimed: the CLI); `checked` is preflight's result if done."""
+    checked = checked or preflight(cfg)
+    total, startup, batsim = checked.total, checked.startup, checked.batsim
     record = cfg.out / "decisions.jsonl" if cfg.record_decisions else None
     backend_factory = backend_factory or embedded_factory(cfg.seed, record, cfg.scheduler_config)
-    batsim = find_batsim(cfg.batsim)
-    cfg.out.mkdir(parents=True, exist_ok=True)
-    handler = setup_logging(cfg.out)
-    outputs = RunOutputs(cfg.out)
+    try:
+        cfg.out.mkdir(parents=True, exist_ok=True)
+        handler = setup_logging(cfg.out)
+        outputs = RunOutputs(cfg.out)
+    except OSError as exc:
+        raise RunError(f"cannot write in output directory {cfg.out}: {exc.strerror}") from None
     process = DecisionProcess(backend_factory, outputs, startup)
-    endpoint = Endpoint("tcp://127.0.0.1:*")
+    endpoint = Endpoint()
     cmd = [
         *batsim, "-p", str(cfg.platform.resolve()), "-w", str(cfg.workload.resolve()),
         "-e", str((cfg.out / "out").resolve()), "-s", endpoint.address, "--enable-compute-sharing",
@@ -189,7 +233,10 @@ def run(cfg: RunConfig, backend_factory: BackendFactory | None = None) -> dict[s
     error: str | None = None
     with open(cfg.out / "batsim.stdout", "wb") as so, open(cfg.out / "batsim.stderr", "wb") as se:
         try:
-            proc = subprocess.Popen(cmd, stdout=so, stderr=se, stdin=subprocess.DEVNULL, cwd=cfg.out)
+            # a session of its own: stopping the run stops Batsim and anything it started, as one group
+            proc = subprocess.Popen(
+                cmd, stdout=so, stderr=se, stdin=subprocess.DEVNULL, cwd=cfg.out, start_new_session=True
+            )
         except OSError as exc:
             endpoint.close()
             outputs.close()
@@ -197,7 +244,10 @@ def run(cfg: RunConfig, backend_factory: BackendFactory | None = None) -> dict[s
         bar, update = _progress(cfg.progress, total)
         try:
             with bar:
-                endpoint.serve(process, peer_alive=lambda: proc.poll() is None, on_reply=update)
+                endpoint.serve(
+                    process, peer_alive=lambda: proc.poll() is None, on_reply=update,
+                    idle_timeout=cfg.idle_timeout, connect_timeout=cfg.connect_timeout,
+                )  # fmt: skip
             rc = proc.wait(timeout=120)
             if rc != 0:
                 error = (
@@ -208,12 +258,17 @@ def run(cfg: RunConfig, backend_factory: BackendFactory | None = None) -> dict[s
             error = f"{exc} (exit code {rc}; see {cfg.out}/batsim.stderr)"
         except (ProtocolError, ReplyRuleError) as exc:
             error = f"adapter stopped: {exc}"
+        except Terminated as exc:
+            error = f"stopped by {exc}"
         except KeyboardInterrupt:
             error = "interrupted"
         except subprocess.TimeoutExpired:
             error = "Batsim did not exit within 120 s after SIMULATION_ENDS"
+        except Exception as exc:  # a bug: the run still ends cleanly, with the reason and every output
+            log.exception("adapter error")
+            error = f"adapter error: {type(exc).__name__}: {exc} (see {cfg.out}/batkube.log)"
         finally:
-            stop_process(proc)
+            stop_process(proc, group=True)
             endpoint.close()
             outputs.close()
             if process.backend is not None:
@@ -244,20 +299,38 @@ def serve(
     backend_factory: BackendFactory | None = None, *, record_decisions: bool = False,
     startup_latency: str | None = None, scheduler_config: Path | None = None,
 ) -> dict[str, Any]:  # fmt: skip
-    """The adapter alone, for users who launch Batsim themselves."""
+    """The adapter alone, for users who launch Batsim themselves; `idle_timeout` bounds both the wait
+    for Batsim's first message and its silences. The endpoint is bound before `out` is written."""
     startup = _latency(startup_latency, seed)
-    outputs = RunOutputs(out) if out is not None else None
+    if idle_timeout is not None and not 0 < idle_timeout < float("inf"):
+        raise RunError(f"--idle-timeout must be a positive number of seconds, got {idle_timeout}")
+    try:
+        endpoint = Endpoint(endpoint_address)
+    except EndpointError as exc:
+        raise RunError(str(exc)) from None
+    try:
+        outputs = RunOutputs(out) if out is not None else None
+    except OSError as exc:
+        endpoint.close()
+        raise RunError(f"cannot write in output directory {out}: {exc.strerror}") from None
     record = out / "decisions.jsonl" if out is not None and record_decisions else None
     factory = backend_factory or embedded_factory(seed, record, scheduler_config)
     process = DecisionProcess(factory, outputs, startup)
-    endpoint = Endpoint(endpoint_address)
-    print(f"batkube-py listening on {endpoint.address}", file=sys.stderr, flush=True)
+    print(f"batkube-py listening on {endpoint.address} (start Batsim with -s {endpoint.address})",
+          file=sys.stderr, flush=True)  # fmt: skip
     start = time.perf_counter()
     error = None
     try:
-        endpoint.serve(process, idle_timeout=idle_timeout)
+        endpoint.serve(process, idle_timeout=idle_timeout, connect_timeout=idle_timeout)
     except (PeerGone, ProtocolError, ReplyRuleError) as exc:
         error = str(exc)
+    except Terminated as exc:
+        error = f"stopped by {exc}"
+    except KeyboardInterrupt:
+        error = "interrupted"
+    except Exception as exc:  # a bug: end with the reason and the outputs so far
+        log.exception("adapter error")
+        error = f"adapter error: {type(exc).__name__}: {exc}"
     finally:
         endpoint.close()
         if outputs is not None:

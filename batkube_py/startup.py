@@ -57,4 +57,9 @@ def parse_latency(spec: str | None, seed: int = 0) -> StartupLatency | None:
         raise LatencySpecError(f"startup latency {spec!r}: {kind} takes {_ARITY[kind]} finite number(s)")
     if kind != "lognormal" and min(params) < 0 or kind == "uniform" and params[0] > params[1]:
         raise LatencySpecError(f"startup latency {spec!r}: durations must be >= 0 (and A <= B)")
+    # bounded so that a sample stays a usable simulated time (a sigma of 1e6 gives inf or 1e300 s)
+    if kind == "lognormal" and not (abs(params[0]) <= 15 and 0 <= params[1] <= 5):
+        raise LatencySpecError(f"startup latency {spec!r}: lognormal needs |MU| <= 15 and 0 <= SIGMA <= 5")
+    if kind != "lognormal" and max(params) > 1e6:
+        raise LatencySpecError(f"startup latency {spec!r}: durations must be <= 1e6 s")
     return StartupLatency(kind, params, np.random.default_rng([seed, 0x57A27]))

@@ -15,7 +15,7 @@ from typing import Any
 from kubernetes import client
 from procset import ProcSet
 
-from batkube_py import quantities
+from batkube_py import podcheck, quantities
 from batkube_py.protocol.models import Resource
 
 DEFAULT_SCHEDULER = "default-scheduler"
@@ -212,6 +212,16 @@ def _k8s_object(value: Any, kind: str) -> Any:
     return _api._ApiClient__deserialize(value, kind)  # the client's own JSON → model mapping
 
 
+def _one(value: Any, kind: str, check) -> Any:
+    obj = podcheck.k8s_object(value, kind)
+    check(obj)
+    return obj
+
+
+def _each(values: list, kind: str, check) -> list:
+    return [_one(v, kind, check) for v in values]
+
+
 def _field(job: dict, profile: dict, key: str) -> tuple[str, Any]:
     if key in job:
         return key, job[key]
@@ -274,8 +284,10 @@ def pod_from_job(
     scheduler = DEFAULT_SCHEDULER if sched in (None, "default") else sched
 
     where, priority = _field(job, profile, "priority")
-    if priority is not None and (isinstance(priority, bool) or not isinstance(priority, int)):
-        return reject(where, priority, "an integer priority")
+    if priority is not None and (
+        isinstance(priority, bool) or not isinstance(priority, int) or abs(priority) > podcheck.INT32
+    ):
+        return reject(where, priority, f"an integer priority within ±{podcheck.INT32} (int32)")
 
     where, labels = _field(job, profile, "labels")
     if labels is not None and not (
@@ -296,23 +308,34 @@ def pod_from_job(
     if affinity is not None and not isinstance(affinity, dict):
         return reject(where, affinity, "a Kubernetes affinity object")
     where, spread = _field(job, profile, "topologySpreadConstraints")
-    if spread is not None and not (
-        isinstance(spread, list)
-        and all(
-            isinstance(c, dict)
-            and isinstance(c.get("maxSkew"), int)
-            and c["maxSkew"] > 0
-            and isinstance(c.get("topologyKey"), str)
-            and c.get("whenUnsatisfiable") in ("DoNotSchedule", "ScheduleAnyway")
-            for c in spread
-        )
-    ):
-        return reject(
-            where,
-            spread,
-            "a list of Kubernetes topology spread constraints (maxSkew > 0, topologyKey, "
-            "whenUnsatisfiable DoNotSchedule|ScheduleAnyway)",
-        )
+    if spread is not None and not (isinstance(spread, list) and all(isinstance(c, dict) for c in spread)):
+        return reject(where, spread, "a list of Kubernetes topology spread constraints")
+
+    spec: dict[str, Any] = {"scheduler_name": scheduler, "priority": priority}
+    checks = (
+        (labels, "labels", lambda v: podcheck.labels(v)),
+        (selector, "nodeSelector", lambda v: podcheck.labels(v, "node label")),
+        (tolerations, "tolerations", lambda v: _each(v, "V1Toleration", podcheck.toleration)),
+        (affinity, "affinity", lambda v: _one(v, "V1Affinity", podcheck.affinity)),
+        (spread, "topologySpreadConstraints",
+         lambda v: _each(v, "V1TopologySpreadConstraint", podcheck.spread)),
+    )  # fmt: skip
+    built = {}
+    for value, key, check in checks:
+        if not value:
+            continue
+        try:
+            built[key] = check(value)
+        except podcheck.FieldProblem as exc:
+            return reject(_field(job, profile, key)[0], value, str(exc))
+    if selector:
+        spec["node_selector"] = dict(selector)
+    if tolerations:
+        spec["tolerations"] = built["tolerations"]
+    if affinity:
+        spec["affinity"] = built["affinity"]
+    if spread:
+        spec["topology_spread_constraints"] = built["topologySpreadConstraints"]
 
     # Copies of validated templates: every value was checked above, and constructing the client's
     # models field by field costs ~15x more, which shows at 10,000 pods.
@@ -326,15 +349,7 @@ def pod_from_job(
     meta = {"name": name, "namespace": NAMESPACE, "annotations": {JOB_ID_ANNOTATION: job_id}}
     if labels:
         meta["labels"] = dict(labels)
-    spec: dict[str, Any] = {"containers": [container], "scheduler_name": scheduler, "priority": priority}
-    if selector:
-        spec["node_selector"] = dict(selector)
-    if tolerations:
-        spec["tolerations"] = [_k8s_object(t, "V1Toleration") for t in tolerations]
-    if affinity:
-        spec["affinity"] = _k8s_object(affinity, "V1Affinity")
-    if spread:
-        spec["topology_spread_constraints"] = [_k8s_object(c, "V1TopologySpreadConstraint") for c in spread]
+    spec["containers"] = [container]
     return _POD.model_copy(
         update={"metadata": _META.model_copy(update=meta), "spec": _SPEC.model_copy(update=spec)}
     )

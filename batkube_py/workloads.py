@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from batkube_py import quantities
+
 
 def delay_jobs(
     jobs: int, delay: float, interval: float, *, cpu: str | None = "1", memory: str | None = None,
@@ -14,6 +16,13 @@ def delay_jobs(
         raise ValueError(f"--jobs must be at least 1, got {jobs}")
     if delay <= 0 or interval < 0:
         raise ValueError("--delay must be > 0 and --interval >= 0")
+    checks = (("--cpu", cpu, quantities.milli_cpu), ("--memory", memory, quantities.byte_count))
+    for option, value, check in checks:
+        if value is not None:
+            try:
+                check(value)
+            except quantities.QuantityError as exc:
+                raise ValueError(f"{option}: {exc}") from None
     profile: dict[str, Any] = {"type": "delay", "delay": delay, "scheduler": scheduler}
     if cpu is not None:
         profile["cpu"] = cpu

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
@@ -29,12 +30,13 @@ class Duration(click.ParamType):
     name = "duration"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
-        if isinstance(value, int | float):
-            return float(value)
         try:
-            return parse_duration(str(value))
+            seconds = float(value) if isinstance(value, int | float) else parse_duration(str(value))
         except ValueError as exc:
             self.fail(str(exc), param, ctx)
+        if not math.isfinite(seconds) or seconds <= 0:
+            self.fail(f"expected a positive, finite duration, got {value!r}", param, ctx)
+        return seconds
 
 
 class MemoryQuantity(click.ParamType):
@@ -45,6 +47,9 @@ class MemoryQuantity(click.ParamType):
             return parse_memory(str(value)) // 1024
         except ValueError as exc:
             self.fail(str(exc), param, ctx)
+
+
+_UNEXPECTED = (ValueError, KeyError, TypeError, IndexError, ArithmeticError, RecursionError, MemoryError)
 
 
 def _user_errors(func: F) -> F:
@@ -58,12 +63,18 @@ def _user_errors(func: F) -> F:
             raise click.ClickException(str(exc)) from exc
         except OSError as exc:
             raise click.ClickException(f"{exc.filename or ''}: {exc.strerror or exc}") from exc
+        except _UNEXPECTED as exc:
+            # a trace whose values no check above anticipated: still one line, naming what broke
+            why = f"{type(exc).__name__}: {str(exc)[:200]}"
+            raise click.ClickException(f"unusable trace content ({why})") from None
 
     return wrapper  # type: ignore[return-value]
 
 
 def _load(trace: Path, strict: bool) -> SwfTrace:
     parsed = parse_swf(trace, strict=strict)
+    if len(parsed.jobs) == 0:
+        raise click.ClickException(f"{trace}: no job in the trace (only comments, blank or malformed lines)")
     if parsed.malformed:
         first = parsed.malformed[0].describe(trace)
         console.print(f"[yellow]warning:[/] skipped {len(parsed.malformed)} malformed line(s); "

@@ -22,7 +22,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from swf_tools.errors import SwfHeaderError
+from swf_tools.errors import SwfError, SwfHeaderError
 from swf_tools.stats import mean_utilisation, utilisation_jobs
 from swf_tools.swf import HeaderEntry, SwfHeader, SwfTrace
 
@@ -46,6 +46,9 @@ class PeriodSearch:
     candidates: int
     rejected_by_check: int
     max_procs: int
+
+
+MAX_CANDIDATES = 100_000  # periods evalys would examine one by one (each a pandas slice)
 
 
 def _max_procs(trace: SwfTrace, override: int | None) -> int:
@@ -75,6 +78,11 @@ def find_periods(trace: SwfTrace, period_seconds: float, utilisation: float, var
     from evalys.metrics import load_mean
 
     procs = _max_procs(trace, max_procs)
+    submit = trace.jobs["submission_time"].to_numpy(dtype=float)
+    span = float(np.nanmax(submit) - np.nanmin(submit)) if submit.size else 0.0
+    if span / period_seconds > MAX_CANDIDATES:
+        raise SwfError(f"{trace.path}: a {period_seconds:g} s period cuts this {span:.0f} s trace into "
+                       f"more than {MAX_CANDIDATES:,} candidates; use a longer --period")
     workload = _evalys_workload(trace, procs)
     hours = period_seconds / 3600.0
     state = np.random.get_state()
@@ -89,7 +97,6 @@ def find_periods(trace: SwfTrace, period_seconds: float, utilisation: float, var
     finally:
         np.random.set_state(state)
     counted = utilisation_jobs(trace.jobs)
-    submit = trace.jobs["submission_time"].to_numpy()
     periods: list[Period] = []
     rejected = 0
     seen: set[float] = set()

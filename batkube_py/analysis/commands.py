@@ -65,8 +65,8 @@ def _user_errors(what: str) -> Iterator[None]:
         yield
     except AnalysisError as exc:
         raise click.ClickException(str(exc)) from exc
-    except (ValueError, KeyError, TypeError, OSError) as exc:
-        raise click.ClickException(f"{what}: {type(exc).__name__}: {exc}") from exc
+    except (ValueError, KeyError, TypeError, OSError, AttributeError, RecursionError, MemoryError) as exc:
+        raise click.ClickException(f"{what}: {type(exc).__name__}: {str(exc)[:300]}") from None
 
 
 def _fmt(value: object) -> str:

@@ -44,11 +44,17 @@ def parse_quantity(value: object) -> float:
     return float(match.group(1)) * _SUFFIX.get(match.group(2), 1.0)
 
 
-def _expand_radical(radical: str) -> list[str]:
-    out: list[str] = []
+MAX_HOSTS = 1_000_000  # far above any simulated cluster; a radical of 10^9 hosts is refused, not expanded
+
+
+def _radical_ranges(radical: str) -> list[range]:
+    """A cluster's radical ("0-99,200") as ranges, checked and sized before anything is expanded."""
+    out: list[range] = []
     for part in radical.split(","):
-        lo, _, hi = part.partition("-")
-        out += [str(i) for i in range(int(lo), int(hi or lo) + 1)]
+        lo, _, hi = part.strip().partition("-")
+        if not lo.isdigit() or not (hi or lo).isdigit() or int(hi or lo) < int(lo):
+            raise ValueError(f"radical {radical!r}: expected ranges like 0-99,200")
+        out.append(range(int(lo), int(hi or lo) + 1))
     return out
 
 
@@ -56,8 +62,8 @@ def read_platform(path: Path, master: str = "master_host") -> pd.DataFrame:
     """Compute hosts with Batsim's resource ids and their cpu (``core``/``cpu`` prop, default 1)."""
     try:
         root = ET.parse(path).getroot()
-    except (OSError, ET.ParseError) as exc:
-        raise AnalysisError(f"{path}: cannot read platform XML ({exc})") from exc
+    except (OSError, ET.ParseError, ValueError) as exc:
+        raise AnalysisError(f"{path}: cannot read platform XML ({exc})") from None
     hosts: list[tuple[str, dict[str, str]]] = []
     for elem in root.iter():
         props = {p.get("id", ""): p.get("value", "") for p in elem.findall("prop")}
@@ -65,7 +71,15 @@ def read_platform(path: Path, master: str = "master_host") -> pd.DataFrame:
             hosts.append((elem.get("id", ""), props))
         elif elem.tag == "cluster":
             prefix, suffix = elem.get("prefix", ""), elem.get("suffix", "")
-            hosts += [(f"{prefix}{i}{suffix}", props) for i in _expand_radical(elem.get("radical", "0"))]
+            try:
+                ranges = _radical_ranges(elem.get("radical", "0"))
+            except ValueError as exc:
+                raise AnalysisError(f"{path}: cluster {elem.get('id', '?')!r}: {exc}") from None
+            if len(hosts) + sum(len(r) for r in ranges) > MAX_HOSTS:
+                raise AnalysisError(f"{path}: more than {MAX_HOSTS:,} hosts; refused (is the radical right?)")
+            hosts += [(f"{prefix}{i}{suffix}", props) for r in ranges for i in r]
+        if len(hosts) > MAX_HOSTS:
+            raise AnalysisError(f"{path}: more than {MAX_HOSTS:,} hosts; refused")
     rows = []
     for name, props in sorted(hosts, key=lambda h: h[0]):
         role = props.get("role", "")
@@ -92,8 +106,10 @@ def read_workload_cpu(path: Path) -> dict[str, float]:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
         profiles = data["profiles"]
         jobs = data["jobs"]
-    except (OSError, json.JSONDecodeError, KeyError, TypeError) as exc:
-        raise AnalysisError(f"{path}: not a Batsim workload with 'jobs' and 'profiles' ({exc})") from exc
+    except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
+        raise AnalysisError(f"{path}: not a Batsim workload with 'jobs' and 'profiles' ({exc})") from None
+    if not isinstance(profiles, dict) or not isinstance(jobs, list):
+        raise AnalysisError(f"{path}: expected 'profiles' to be an object and 'jobs' an array")
     cpu_of: dict[str, float] = {}
     for name, prof in profiles.items():
         if isinstance(prof, dict) and "cpu" in prof:
@@ -103,6 +119,8 @@ def read_workload_cpu(path: Path) -> dict[str, float]:
                 raise AnalysisError(f"{path}: profile {name}: {exc}") from exc
     out = {}
     for job in jobs:
+        if not isinstance(job, dict):
+            raise AnalysisError(f"{path}: every job must be an object, got {str(job)[:60]!r}")
         jid = str(job.get("id"))
         full = jid if "!" in jid else f"w0!{jid}"
         if job.get("profile") in cpu_of:

@@ -125,6 +125,8 @@ def build(exp: Experiment, base: Path, out: Path, tasks: list[Task], results: di
         for t in tasks
         if results.get(t.out, {}).get("status") == "failed" and not t.failures_expected
     ]
+    notes = [(t, results.get(t.out, {}).get("note")) for t in tasks]
+    outcome.notes += [f"{t.name}: {note}" for t, note in notes if note]
     metrics = tuple(exp.table.metrics)
     case_names = list(dict.fromkeys(t.case for t in tasks))
     rows: dict[str, dict[str, str]] = {}

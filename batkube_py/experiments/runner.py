@@ -55,8 +55,19 @@ def _need_controlplane(tasks: list[Task]) -> None:
         )
 
 
+def _need_batsim(batsim: str | None) -> None:
+    """Before anything is planned or re-run: a campaign without a simulator would only fail its runs."""
+    from batkube_py.run import RunError, find_batsim
+
+    try:
+        find_batsim(batsim)
+    except RunError as exc:
+        raise ExperimentError(str(exc)) from None
+
+
 def run_experiment(path: Path, opts: Options) -> report.Outcome:
     exp = spec.load(path, opts.overrides)
+    _need_batsim(opts.batsim)
     base = path.resolve().parent
     out = (opts.out or Path("runs") / "experiments" / exp.name).resolve()
     out.mkdir(parents=True, exist_ok=True)

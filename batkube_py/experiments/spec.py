@@ -13,10 +13,19 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from batkube_py import safeyaml
 
 SWEEPABLE = (
     "timeout_value",
@@ -29,12 +38,22 @@ _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _DATA = re.compile(r"\$\{data:([\w.-]+)\}")
 
 
+def _not_dots(name: str) -> str:
+    """Names become directories under the output: `.` and `..` would leave it."""
+    if name.strip(".") == "":
+        raise ValueError(f"{name!r} is not a usable name (it would be a path outside the output directory)")
+    return name
+
+
+_NAME = Annotated[str, Field(pattern=r"^[\w.-]+$", max_length=100), AfterValidator(_not_dots)]
+
+
 class SpecError(ValueError):
     """A user-facing problem with an experiment file (names the file and the field)."""
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class Generated(_Model):
@@ -42,7 +61,7 @@ class Generated(_Model):
     traces that cannot be redistributed must be regenerated, not committed."""
 
     command: list[str] = Field(min_length=1)
-    file: str = Field(pattern=r"^[\w.-]+$", description="name under OUT/inputs/; {output} in command")
+    file: _NAME = Field(description="name under OUT/inputs/; {output} in command")
 
 
 class RunsReference(_Model):
@@ -63,7 +82,7 @@ class SweepReference(_Model):
 
 
 class Case(_Model):
-    name: str = Field(pattern=r"^[\w.-]+$")
+    name: _NAME
     platform: str | Generated
     workload: str | Generated
     references: list[RunsReference] = []
@@ -95,7 +114,7 @@ class Sweep(_Model):
 class Variant(_Model):
     """One way of simulating (a group of the comparison), optionally swept over a sync parameter."""
 
-    name: str = Field(pattern=r"^[\w.+-]+$")
+    name: Annotated[str, Field(pattern=r"^[\w.+-]+$", max_length=100), AfterValidator(_not_dots)]
     label: str | None = None
     backend: Literal["embedded", "apiserver"] = "embedded"
     startup_latency: str | None = None
@@ -131,7 +150,7 @@ class Table(_Model):
 
 
 class Experiment(_Model):
-    name: str = Field(pattern=r"^[\w.-]+$")
+    name: _NAME
     description: str = ""
     vars: dict[str, str] = {}
     repetitions: int = Field(1, ge=1)
@@ -199,11 +218,9 @@ def _errors(path: Path, exc: ValidationError) -> str:
 def load(path: Path, overrides: dict[str, str] | None = None) -> Experiment:
     """Parses, substitutes variables (file defaults < overrides) and validates an experiment file."""
     try:
-        doc = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise SpecError(f"{path}: cannot read: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        raise SpecError(f"{path}: not YAML: {exc}") from None
+        doc = safeyaml.load_file(path)
+    except safeyaml.YamlError as exc:
+        raise SpecError(str(exc)) from None
     if not isinstance(doc, dict):
         raise SpecError(f"{path}: expected a mapping (name, cases, variants, ...)")
     raw_vars = doc.get("vars") or {}

@@ -70,15 +70,45 @@ def _wait(proc: subprocess.Popen, deadline: float | None) -> tuple[int, Any, boo
         time.sleep(0.05)
 
 
+def _succeeded(out: Path) -> dict[str, Any] | None:
+    try:
+        res = json.loads((out / RESULT).read_text())
+    except (OSError, ValueError):
+        return None
+    return res if isinstance(res, dict) and res.get("status") == "ok" else None
+
+
 def execute(task: Task) -> dict[str, Any]:
-    """Runs the task in a clean directory; returns (and stores) status, wall time, peak RSS, summary."""
-    if task.out.exists():
+    """Runs the task in a clean directory; returns (and stores) status, wall time, peak RSS, summary.
+
+    A successful run already in the directory (made with other options) is replaced only by a
+    successful one: the new attempt runs beside it (`rep0.rerun`) and a failure there leaves it alone."""
+    previous = _succeeded(task.out)
+    work = task.out.with_name(task.out.name + ".rerun") if previous else task.out
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    result = _execute(task, work)
+    if previous is None:
+        return result
+    if result["status"] == "ok":
         shutil.rmtree(task.out)
-    task.out.mkdir(parents=True)
+        work.rename(task.out)
+        return result
+    failed = task.out.with_name(task.out.name + ".failed")
+    if failed.exists():
+        shutil.rmtree(failed)
+    work.rename(failed)
+    return {**previous, "note": f"a re-run failed ({result['error']}); kept the earlier successful run, "
+            f"the failed attempt is in {failed}"}  # fmt: skip
+
+
+def _execute(task: Task, out: Path) -> dict[str, Any]:
+    argv = (*task.argv[:-1], str(out)) if out != task.out else task.argv  # argv ends with -o DIR
     start = time.perf_counter()
-    with open(task.out / "experiment.log", "wb") as log:
+    with open(out / "experiment.log", "wb") as log:
         proc = subprocess.Popen(
-            task.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+            argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
         )
         try:
             status, usage, timed_out = _wait(proc, None if task.timeout is None else start + task.timeout)
@@ -89,12 +119,12 @@ def execute(task: Task) -> dict[str, Any]:
             raise
     proc.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - start
-    summary = _summary(task.out)
+    summary = _summary(out)
     error = summary.get("error")
     if timed_out:
         error = f"killed after {task.timeout:g} s (run_timeout)"
     elif proc.returncode != 0 and not error:
-        tail = (task.out / "experiment.log").read_text(errors="replace").strip().splitlines()[-3:]
+        tail = (out / "experiment.log").read_text(errors="replace").strip().splitlines()[-3:]
         error = f"exit code {proc.returncode}: {' | '.join(tail)}"
     result = {
         "key": task.key,
@@ -108,5 +138,5 @@ def execute(task: Task) -> dict[str, Any]:
         "mean_waiting_time": summary.get("mean_waiting_time"),
         "argv": list(task.argv),
     }
-    (task.out / RESULT).write_text(json.dumps(result, indent=1) + "\n")
+    (out / RESULT).write_text(json.dumps(result, indent=1) + "\n")
     return result
