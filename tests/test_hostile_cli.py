@@ -205,24 +205,13 @@ def test_run_output_directory_that_cannot_be_used(tmp_path, where):
     assert w.read_text() == before
 
 
+def _run_cmd(out: Path, w: Path, batsim: str = "double", *extra) -> list[str]:
+    return [sys.executable, "-m", "batkube_py.cli", "run", "-p", str(PLATFORM), "-w", str(w), "-o", str(out),
+            "--batsim", batsim, "--no-progress", *extra]
+
+
 def _run(out: Path, w: Path, *extra) -> subprocess.CompletedProcess:
-    cmd = [
-        sys.executable,
-        "-m",
-        "batkube_py.cli",
-        "run",
-        "-p",
-        str(PLATFORM),
-        "-w",
-        str(w),
-        "-o",
-        str(out),
-        "--batsim",
-        "double",
-        "--no-progress",
-        *extra,
-    ]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    return subprocess.run(_run_cmd(out, w, "double", *extra), capture_output=True, text=True, timeout=120)
 
 
 def test_a_used_directory_is_refused_then_overwritten_without_stale_files(tmp_path):
@@ -327,21 +316,7 @@ def test_sigterm_stops_the_run_and_its_batsim_group(tmp_path):
         time.sleep(60)
         """,
     )
-    cmd = [
-        sys.executable,
-        "-m",
-        "batkube_py.cli",
-        "run",
-        "-p",
-        str(PLATFORM),
-        "-w",
-        str(w),
-        "-o",
-        str(tmp_path / "o"),
-        "--batsim",
-        str(fake),
-        "--no-progress",
-    ]
+    cmd = _run_cmd(tmp_path / "o", w, str(fake))
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     for _ in range(200):
         if pidfile.exists() and pidfile.read_text():

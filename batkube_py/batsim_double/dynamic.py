@@ -140,7 +140,7 @@ def find_workload(ctx: Context, name: str) -> Workload | None:
 
 
 def on_register_profile(ctx: Context, msg: tuple[Any, ...]) -> None:
-    pass
+    """PROFILE_REGISTERED_BY_DP: the reader already added the profile; the server has nothing left to do."""
 
 
 def _register_profile(ctx: Context, wl_name: str, name: str, profile: dict[str, Any]) -> None:

@@ -45,7 +45,7 @@ class Link:
 
 class Action:
     __slots__ = ("latency", "remains", "max_duration", "penalty", "suspended", "rate", "bound", "links",
-                 "route_latency", "post", "alive")
+                 "route_latency", "post", "key", "slot")
 
     def __init__(self, post: Callable[[], None]) -> None:
         self.latency = 0.0
@@ -58,7 +58,8 @@ class Action:
         self.links: tuple[Link, ...] = ()
         self.route_latency = 0.0
         self.post = post
-        self.alive = True
+        self.key = 0  # creation rank: the started-set order
+        self.slot = -1  # column of a sleeper in the model's numpy columns
 
     def update_bound(self) -> None:
         if self.route_latency > 0 and self.latency <= 0.0:
@@ -85,7 +86,7 @@ class Model:
 
     def add(self, action: Action) -> Action:
         self._seq += 1
-        action.alive = self._seq  # type: ignore[assignment]
+        action.key = self._seq
         if action.penalty == 0.0 and action.suspended and action.max_duration >= 0 and not action.links:
             n = len(self._sleepers)
             if n == len(self._md):
@@ -97,7 +98,7 @@ class Model:
             self._md[n] = action.max_duration
             self._sseq[n] = self._seq
             self._sleepers.append(action)
-            action.rate = -float(n + 1)  # slot marker (a sleeper's rate is 0 in the solver)
+            action.slot = n
         else:
             self.started[self._seq] = action
         return action
@@ -110,15 +111,14 @@ class Model:
         self._md[n:] = np.inf
         self._sleepers = [self._sleepers[i] for i in keep]
         for i, a in enumerate(self._sleepers):
-            a.rate = -float(i + 1)  # type: ignore[union-attr]
+            a.slot = i  # type: ignore[union-attr]
 
     def cancel(self, action: Action) -> None:
-        if action.rate < 0:
-            slot = int(-action.rate) - 1
-            self._md[slot] = np.inf
-            self._sleepers[slot] = None
+        if action.slot >= 0:
+            self._md[action.slot] = np.inf
+            self._sleepers[action.slot] = None
         else:
-            self.started.pop(action.alive, None)  # type: ignore[call-overload]
+            self.started.pop(action.key, None)
 
     def _solve(self) -> None:
         """FairBottleneck::do_solve for link constraints (cpu elements of comms weigh 0)."""
@@ -264,10 +264,6 @@ class Comm:
         self.action: Action | None = None
 
 
-class ExternalRequest(Exception):
-    """Internal signal kept for API compatibility."""
-
-
 class Kernel:
     """Drive with run() / resume_external(): both return the next text for the decision process, or None
     when nothing can happen any more."""
@@ -371,11 +367,8 @@ class Kernel:
         cmd, actor.simcall = actor.simcall, None
         self.current = actor
         op = cmd[0]
-        if op == "put":
-            actor.phase = self._isend(actor, cmd[1], cmd[2])
-            self._to_run.append(actor)
-        elif op == "get":
-            actor.phase = self._irecv(actor, cmd[1])
+        if op in ("put", "get"):
+            actor.phase = self._post_comm(actor, op, cmd[1], cmd[2] if op == "put" else None)
             self._to_run.append(actor)
         elif op == "wait" and len(cmd) > 1:
             comm = cmd[1]
@@ -412,27 +405,20 @@ class Kernel:
             finished.popleft().post()
 
     # --- communications --------------------------------------------------------------------
-    def _isend(self, actor: Actor, mbox: str, payload: Any) -> Comm:
+    def _post_comm(self, actor: Actor, op: str, mbox: str, payload: Any) -> Comm:
+        """CommImpl::isend / irecv: take the first opposite request waiting in the mailbox, else queue."""
+        kind, other = ("send", "recv") if op == "put" else ("recv", "send")
         queue = self._mailboxes.setdefault(mbox, deque())
-        comm = next((c for c in queue if c.kind == "recv"), None)
+        comm = next((c for c in queue if c.kind == other), None)
         if comm is None:
-            comm = Comm("send")
+            comm = Comm(kind)
             queue.append(comm)
         else:
             queue.remove(comm)
-        comm.src, comm.payload = actor, payload
-        self._start(comm)
-        return comm
-
-    def _irecv(self, actor: Actor, mbox: str) -> Comm:
-        queue = self._mailboxes.setdefault(mbox, deque())
-        comm = next((c for c in queue if c.kind == "send"), None)
-        if comm is None:
-            comm = Comm("recv")
-            queue.append(comm)
+        if op == "put":
+            comm.src, comm.payload = actor, payload
         else:
-            queue.remove(comm)
-        comm.dst = actor
+            comm.dst = actor
         self._start(comm)
         return comm
 

@@ -195,15 +195,13 @@ class Platform:
         cached = self._cache.get(key)
         if cached is None:
             links: list[Link] = []
-            self._global(src, dst, links)
+            counted: list[Link] = []
+            self._global(src, dst, links, counted)
             lat = 0.0
-            for link in self._lat_order:
+            for link in counted:
                 lat += link.latency
             cached = self._cache[key] = (tuple(links), lat)
         return cached
-
-    def latency(self, src: str, dst: str) -> float:
-        return self.route(src, dst)[1]
 
     @staticmethod
     def _chain(zone: Zone) -> list[Zone]:
@@ -214,11 +212,9 @@ class Platform:
             z = z.parent
         return out[::-1]
 
-    def _global(self, src: str, dst: str, links: list[Link], top: bool = True) -> None:
-        """NetZoneImpl::get_global_route: the common zone's route first (its latency counted first), then
-        the way from `src` up to its gateway, then from the other gateway down to `dst`."""
-        if top:
-            self._lat_order: list[Link] = []
+    def _global(self, src: str, dst: str, links: list[Link], counted: list[Link]) -> None:
+        """NetZoneImpl::get_global_route: `links` in path order; `counted` in the order their latencies are
+        added (the common zone's route first, then the way up from `src`, then down to `dst`)."""
         za, zb = self._elem_zone[src], self._elem_zone[dst]
         ca, cb = self._chain(za), self._chain(zb)
         i = 0
@@ -228,7 +224,7 @@ class Platform:
         if i == len(ca) and i == len(cb):
             local = self._local(common, src, dst)
             links.extend(local)
-            self._lat_order.extend(local)
+            counted.extend(local)
             return
         a_name = ca[i].name if i < len(ca) else src
         b_name = cb[i].name if i < len(cb) else dst
@@ -238,12 +234,12 @@ class Platform:
             gw_a, gw_b, mid = src, dst, common.routes[(a_name, b_name)]
         else:
             return
-        self._lat_order.extend(mid)
+        counted.extend(mid)
         if gw_a != src and gw_a in self._elem_zone:
-            self._global(src, gw_a, links, top=False)
+            self._global(src, gw_a, links, counted)
         links.extend(mid)
         if gw_b != dst and gw_b in self._elem_zone:
-            self._global(gw_b, dst, links, top=False)
+            self._global(gw_b, dst, links, counted)
 
     def _local(self, zone: Zone, src: str, dst: str) -> tuple[Link, ...]:
         if zone.private is not None:
