@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from . import jsonfmt
+from .batching import RandomBatching
 from .errors import BatsimAbort
 from .export import JobsTracer
 from .kernel import Kernel
@@ -66,15 +67,22 @@ class Context:
     dynamic_workloads: dict[str, Workload] = field(default_factory=dict)
     met: set[str] = field(default_factory=set)  # every job id ever registered (Batsim's Jobs::_jobs_met)
     to_delete: list[str] = field(default_factory=list)  # completed jobs dropped after the next send
+    batching: RandomBatching | None = None  # tests only: batching.py
+    unit: int = 0  # the server handler call that appended an event (batching.py keeps them whole)
+    units: list[int] = field(default_factory=list)
 
     # --- outgoing protocol events ----------------------------------------------------------
     def append(self, etype: str, data_json: str) -> None:
         self.events.append(f'{{"timestamp":{self.k.now:f},"type":"{etype}","data":{data_json}}}')
+        if self.batching is not None:
+            self.units.append(self.unit)
 
     def flush_message(self) -> str:
-        text = f'{{"now":{self.k.now:f},"events":[{",".join(self.events)}]}}'
-        self.events.clear()
-        return text
+        events, self.events, now = self.events, [], f"{self.k.now:f}"
+        if self.batching is not None:
+            units, self.units = self.units, []
+            events, self.events, self.units = self.batching.arrange(events, units, now)
+        return f'{{"now":{now},"events":[{",".join(events)}]}}'
 
     def job(self, jid: str) -> Job:
         """`Workloads::job_at`: completed jobs are deleted from memory once a message was sent."""

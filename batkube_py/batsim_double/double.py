@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from .actors import event_submitter, job_submitter
+from .batching import RandomBatching
 from .context import Context, Options
 from .errors import BatsimAbort, BatsimRuntimeError
 from .export import JobsTracer
@@ -45,7 +46,8 @@ class BatsimDouble:
                  forward_profiles: bool = False, dynamic_jobs: bool = False,
                  ack_dynamic_jobs: bool = False, profile_reuse: bool = False, events_path: str | None = None,
                  export_prefix: str | None = None, master_host: str = "master_host",
-                 log_stream: TextIO | None = None, log_level: int = 20) -> None:
+                 log_stream: TextIO | None = None, log_level: int = 20,
+                 batching: RandomBatching | None = None) -> None:
         if isinstance(workload_paths, str):
             workload_paths = [workload_paths]
         self.outcome = Outcome()
@@ -66,6 +68,7 @@ class BatsimDouble:
             workloads.append(wl)
         self.ctx = Context(self.kernel, self.platform, None, workloads, options, JobsTracer())  # type: ignore
         self.ctx.current_label = self._label
+        self.ctx.batching = batching
         for wl in workloads:
             self.ctx.log("batsim", f"Workload '{wl.name}' corresponds to workload file '{wl.path}'.")
         self.ctx.log("batsim", "Batsim version: 4.2.1")

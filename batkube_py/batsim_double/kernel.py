@@ -274,6 +274,7 @@ class Kernel:
         self._route = route
         self.model = Model(surf_precision, maxmin_precision)
         self._to_run: list[Actor] = []
+        self._ran: list[Actor] = []
         self._pid = 0
         self._mailboxes: dict[str, deque[Comm]] = {}
         self.current: Actor | None = None
@@ -302,6 +303,17 @@ class Kernel:
     def mailbox_empty(self, name: str) -> bool:
         return not self._mailboxes.get(name)
 
+    def arrival(self, mbox: str) -> float | None:
+        """The earliest a message that an actor of this sub-round is about to send to `mbox` can arrive
+        (its route's latency; the byte itself takes nanoseconds), None if no such message."""
+        dst = self.current.host if self.current is not None else None
+        lats = [
+            self._route(a.host, dst)[1]
+            for a in self._ran
+            if a.simcall is not None and a.simcall[0] == "put" and a.simcall[1] == mbox and not a.dead
+        ]
+        return self.now + min(lats) if lats and dst is not None else None
+
     def add_timer(self, date: float, callback: Callable[[], None]) -> None:
         action = Action(callback)
         action.max_duration, action.penalty, action.suspended = max(date - self.now, 0.0), 0.0, True
@@ -323,7 +335,8 @@ class Kernel:
     def _main(self) -> Generator[str, str, None]:
         while True:
             while self._to_run:
-                ran, self._to_run = self._to_run, []
+                ran = self._ran = self._to_run
+                self._to_run = []
                 for actor in ran:
                     if not actor.dead:
                         yield from self._execute(actor)

@@ -61,15 +61,19 @@ def server_process(ctx: Context) -> Generator[tuple[Any, ...], Any, None]:
     yield from _send(ctx)
     while not ctx.ack_received:
         msg = yield ("get", "server")
+        ctx.unit += 1
         creates = HANDLERS[msg[0]](ctx, msg)
         if creates is not None:
             yield from creates
         if ctx.sched_ready and not ctx.ack_received and k.mailbox_empty("server"):
+            if ctx.events and ctx.batching is not None and ctx.batching.hold(k.now, k.arrival("server")):
+                continue
             if ctx.events:
                 yield from _send(ctx)
-                for jid in ctx.to_delete:  # Workloads::delete_jobs right after the message is generated
-                    ctx.jobs.pop(jid, None)
-                ctx.to_delete.clear()
+                if not ctx.events:  # Workloads::delete_jobs right after the message is generated
+                    for jid in ctx.to_delete:
+                        ctx.jobs.pop(jid, None)
+                    ctx.to_delete.clear()
             elif is_finished(ctx) and not ctx.end_sent:
                 ctx.log("server", "The simulation seems finished.")
                 ctx.append("SIMULATION_ENDS", "{}")
