@@ -20,6 +20,7 @@ from procset import ProcSet
 from batkube_py import translate
 from batkube_py.cluster.base import Backend, BackendError
 from batkube_py.disruption import Disruptions
+from batkube_py.instant import ADD, DELETE, NODES, Cycles
 from batkube_py.outputs import PodRecord, RunOutputs
 from batkube_py.protocol import models as m
 from batkube_py.protocol.codec import ProtocolError, decode_message
@@ -69,6 +70,7 @@ class DecisionProcess:
         self.jobs_done = 0
         self.unknown_events = 0
         self._wakeups: list[float] = []  # CALL_ME_LATER times asked for and not yet reached
+        self.cycles = Cycles()  # when the scheduler runs: instant.py
 
     # ---- entry points ---------------------------------------------------------------------------
 
@@ -87,17 +89,17 @@ class DecisionProcess:
         self._wakeups = [t for t in self._wakeups if t > msg.now + TIME_RESOLUTION]
         reply = Reply(msg.now)
         for event in msg.events:
+            self._cycles_due(event.timestamp, reply)
             handler = getattr(self, "_on_" + event.type.lower())
             handler(event.data, event.timestamp, reply)
+        self._cycles_due(math.inf, reply)
         if self.ended or self.backend is None:
             return reply
-        if self.fatal is None:
-            self._decide(reply)
         if self.fatal is not None:
             self._drain(reply)
-        if self.fatal is None:
+        else:
             self._start_due(reply)
-        wakes = [self.backend.next_wakeup(), self._starting[0][0] if self._starting else None]
+        wakes = [self.cycles.due(), self._starting[0][0] if self._starting else None]
         wakes = [w for w in wakes if w is not None]
         if wakes and self.fatal is None:
             want = min(wakes)
@@ -105,9 +107,33 @@ class DecisionProcess:
             # `want` covers it; Batsim answers each CALL_ME_LATER, duplicates included
             if not any(t <= want for t in self._wakeups) and (asked := reply.call_me_later(want)):
                 self._wakeups.append(asked)
+                self.cycles.asked(want, asked)
         self.disruptions.flush_kills(reply)
         self.disruptions.maybe_close(reply, self.no_more_jobs and self.jobs_done == len(self.records))
         return reply
+
+    def _cycles_due(self, before: float, reply: Reply) -> None:
+        """Run the scheduling cycles that may run now and close before an event stamped `before`."""
+        while (
+            self.backend is not None
+            and not self.ended
+            and self.fatal is None
+            and (boundary := self.cycles.ready(self.now)) is not None
+            and boundary <= before + TIME_RESOLUTION
+        ):
+            log.debug("scheduling cycle at %s for the changes stamped before %s", self.now, boundary)
+            self.cycles.apply(boundary)
+            self._decide(reply)
+            wake = self.backend.next_wakeup()
+            self.cycles.backend_wake = wake if wake is not None and wake > self.now else None
+
+    def _stage(self, ts: float, kind: int, key: str, op: Callable[[], None] | None) -> None:
+        """A cluster change for the next cycle (instant.py); a window opens when a cycle can decide
+        something: a pod to add, or pods pending."""
+        self.cycles.stage(ts, kind, key, op)
+        if self.cycles.window is None and self.backend is not None:
+            if kind == ADD or self.cycles.adds or self.backend.pending():
+                self.cycles.open(ts)
 
     # ---- Batsim events --------------------------------------------------------------------------
 
@@ -192,7 +218,7 @@ class DecisionProcess:
             why = translate.Rejection(job_id, "requests", asked, f"requests a node can hold, but {too_big}")
             return self._reject(record, reply, why)
         self._jobs[job_id] = (job, profile)
-        self.backend.add_pod(pod, job_id, ts)
+        self._stage(ts, ADD, job_id, lambda: self.backend.add_pod(pod, job_id, ts))
 
     def _on_job_completed(self, data: m.JobCompleted, ts: float, reply: Reply) -> None:
         self._finish(data.job_id, _FINAL.get(data.job_state, "Failed"), ts, data.job_state, reply)
@@ -204,8 +230,10 @@ class DecisionProcess:
     def _on_notify(self, data: m.Notify, ts: float, reply: Reply) -> None:
         if data.type == "no_more_static_job_to_submit":
             self.no_more_jobs = True
+            self._stage(ts, NODES, "", None)  # pending pods that can never run are given up at a cycle
         elif data.type == "no_more_external_event_to_occur":
             self.no_more_external_events = True
+            self._stage(ts, NODES, "", None)
         elif data.type in ("event_machine_unavailable", "event_machine_available") and self.backend:
             try:
                 ids = ProcSet.from_str(data.resources or "")
@@ -217,7 +245,8 @@ class DecisionProcess:
             names = [self._node_of_host[i] for i in ids & self._host_ids]
             available = data.type == "event_machine_available"
             (self._unavailable.difference_update if available else self._unavailable.update)(names)
-            self.backend.set_nodes_schedulable(names, available, ts)
+            backend = self.backend
+            self._stage(ts, NODES, "", lambda: backend.set_nodes_schedulable(names, available, ts))
             if not available:
                 down = set(names)
                 for record in self.records.values():
@@ -245,14 +274,15 @@ class DecisionProcess:
             self.disruptions.evict(record, why, node_failure)
             return
         # Starting: Batsim never ran it, so the job simply gets a new pod, scheduled afresh
-        assert self.backend is not None
-        self.backend.delete_pod(record.pod, self.now)
+        backend, now, name = self.backend, self.now, record.pod
+        assert backend is not None
         job, profile = self._jobs[record.job_id]
         pod = translate.pod_from_job(record.job_id, job, profile, record.pod)
         assert not isinstance(pod, translate.Rejection)
         record.state, record.node, record.resource_id, record.bind_time = "Pending", "", "", ""
         record.reason = f"restarted: {why}"
-        self.backend.add_pod(pod, record.job_id, self.now)
+        self._stage(now, DELETE, record.job_id, lambda: backend.delete_pod(name, now))
+        self._stage(now, ADD, record.job_id, lambda: backend.add_pod(pod, record.job_id, now))
 
     def _decide(self, reply: Reply) -> None:
         assert self.backend is not None
@@ -301,6 +331,7 @@ class DecisionProcess:
 
     def _drain(self, reply: Reply) -> None:
         """After a fatal error: kill what runs, reject what waits, so Batsim can end and write outputs."""
+        self.cycles.drop()
         for record in list(self.records.values()):
             if record.state == "Running":
                 self.disruptions.kill(record.job_id)
@@ -331,7 +362,8 @@ class DecisionProcess:
             log.debug("ignoring completion of %s (%s)", job_id, "unknown" if record is None else record.state)
             return
         if self.backend is not None and record.pod in self._job_of_pod:
-            self.backend.delete_pod(record.pod, ts)
+            backend, name = self.backend, record.pod
+            self._stage(ts, DELETE, job_id, lambda: backend.delete_pod(name, ts))
         record.finish_time, record.state = ts, state
         if state != "Succeeded":
             record.reason = batsim_state

@@ -66,3 +66,23 @@ def reply_events(raw: bytes, wakeups: bool = False) -> list[tuple[str, dict]]:
         if ev["type"] == "CALL_ME_LATER":
             assert ev["data"]["timestamp"] > doc["now"]
     return [(ev["type"], ev["data"]) for ev in doc["events"] if wakeups or ev["type"] != "CALL_ME_LATER"]
+
+
+def requested_call(t: float) -> dict:
+    return {"timestamp": t, "type": "REQUESTED_CALL", "data": {}}
+
+
+def decided(process: Any, raw: bytes, wakeups: bool = False) -> list[tuple[str, dict]]:
+    """The events of the reply to `raw` and of the reply to the wake-up it asks for to end the instant
+    (batkube_py/instant.py), as Batsim would deliver it: what the adapter answers to one instant."""
+    from batkube_py.instant import DECISION_DELAY
+
+    now = json.loads(raw)["now"]
+    first = process.handle(raw)
+    out = reply_events(first, wakeups=True)
+    window = [e[1]["timestamp"] for e in out if e[0] == "CALL_ME_LATER"]
+    window = [t for t in window if t <= now + DECISION_DELAY + 1e-9]
+    if window:
+        out = [e for e in out if not (e[0] == "CALL_ME_LATER" and e[1]["timestamp"] == window[0])]
+        out += reply_events(process.handle(message(window[0], requested_call(window[0]))), wakeups=True)
+    return [e for e in out if wakeups or e[0] != "CALL_ME_LATER"]

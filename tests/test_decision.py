@@ -1,7 +1,7 @@
 import json
 
 import pytest
-from batsim_messages import begins, completed, ends, host, message, notify, reply_events, submitted
+from batsim_messages import begins, completed, decided, ends, host, message, notify, submitted
 
 from batkube_py.cluster.embedded import EmbeddedCluster
 from batkube_py.decision import DecisionProcess
@@ -20,23 +20,21 @@ def dp(tmp_path=None, seed=0):
 
 
 def start(p, hosts=2, **kw):
-    return reply_events(
-        p.handle(message(0.0, begins([host(i, core="1") for i in range(hosts)], PROFILES, **kw)))
-    )
+    return decided(p, message(0.0, begins([host(i, core="1") for i in range(hosts)], PROFILES, **kw)))
 
 
 def test_burst_fills_nodes_then_waits_for_completions(tmp_path):
     p = dp(tmp_path)
     assert start(p) == []
-    out = reply_events(p.handle(message(0.0018, *[submitted(0.0018, f"w0!{i}") for i in range(1, 5)])))
+    out = decided(p, message(0.0018, *[submitted(0.0018, f"w0!{i}") for i in range(1, 5)]))
     assert [e[0] for e in out] == ["EXECUTE_JOB", "EXECUTE_JOB"]
     assert {e[1]["alloc"] for e in out} == {"0", "1"}
     assert [e[1]["job_id"] for e in out] == ["w0!1", "w0!2"]
     assert all(set(e[1]) == {"job_id", "alloc"} for e in out)
     first = out[0][1]
-    out = reply_events(p.handle(message(10.0034, completed(10.0034, first["job_id"], first["alloc"]))))
+    out = decided(p, message(10.0034, completed(10.0034, first["job_id"], first["alloc"])))
     assert out == [("EXECUTE_JOB", {"job_id": "w0!3", "alloc": first["alloc"]})]
-    assert reply_events(p.handle(message(10.1, notify(10.1, "no_more_static_job_to_submit")))) == []
+    assert decided(p, message(10.1, notify(10.1, "no_more_static_job_to_submit"))) == []
     assert p.records["w0!4"].state == "Pending"
     raw = p.handle(message(20.0, ends(20.0)))
     assert json.loads(raw) == {"now": 20.0, "events": []} and p.ended
@@ -50,8 +48,8 @@ def test_burst_fills_nodes_then_waits_for_completions(tmp_path):
 def test_unrepresentable_jobs_are_rejected_at_once_with_reasons(tmp_path):
     p = dp(tmp_path)
     start(p)
-    out = reply_events(
-        p.handle(
+    out = decided(
+        p, (
             message(
                 1.0,
                 submitted(1.0, "w0!big", profile="big"),
@@ -84,11 +82,11 @@ def test_pending_pods_that_can_never_fit_are_rejected_once_nothing_runs():
             ),
         )
     )
-    out = reply_events(p.handle(message(0.0, submitted(0.0, "w0!1", "m"), submitted(0.0, "w0!2", "m"))))
+    out = decided(p, message(0.0, submitted(0.0, "w0!1", "m"), submitted(0.0, "w0!2", "m")))
     assert [e[0] for e in out] == ["EXECUTE_JOB"]
-    out = reply_events(p.handle(message(0.5, notify(0.5, "no_more_static_job_to_submit"))))
+    out = decided(p, message(0.5, notify(0.5, "no_more_static_job_to_submit")))
     assert out == []  # w0!1 still runs: w0!2 may fit later
-    out = reply_events(p.handle(message(1.0, completed(1.0, "w0!1", "0"))))
+    out = decided(p, message(1.0, completed(1.0, "w0!1", "0")))
     assert out == [("EXECUTE_JOB", {"job_id": "w0!2", "alloc": "0"})]
 
 
@@ -97,9 +95,9 @@ def test_deadlock_guard_rejects_what_cannot_run_on_the_empty_cluster():
     p.handle(message(0.0, begins([host(0, core="2")], PROFILES)))
     p.backend.set_nodes_schedulable(["node-0"], False, 0.0)
     p._unavailable.add("node-0")
-    assert reply_events(p.handle(message(0.0, submitted(0.0, "w0!1")))) == []
-    out = reply_events(
-        p.handle(
+    assert decided(p, message(0.0, submitted(0.0, "w0!1"))) == []
+    out = decided(
+        p, (
             message(
                 1.0,
                 notify(1.0, "no_more_static_job_to_submit"),
@@ -115,9 +113,9 @@ def test_machine_unavailable_and_available_events():
     p = dp()
     start(p, hosts=2)
     p.handle(message(0.0, notify(0.0, "event_machine_unavailable", resources="0")))
-    out = reply_events(p.handle(message(1.0, submitted(1.0, "w0!1"), submitted(1.0, "w0!2"))))
+    out = decided(p, message(1.0, submitted(1.0, "w0!1"), submitted(1.0, "w0!2")))
     assert out == [("EXECUTE_JOB", {"job_id": "w0!1", "alloc": "1"})]
-    out = reply_events(p.handle(message(2.0, notify(2.0, "event_machine_available", resources="0"))))
+    out = decided(p, message(2.0, notify(2.0, "event_machine_available", resources="0")))
     assert out == [("EXECUTE_JOB", {"job_id": "w0!2", "alloc": "0"})]
 
 
@@ -125,16 +123,16 @@ def test_without_compute_sharing_the_run_drains_cleanly():
     p = dp()
     start(p, sharing=False)
     assert "compute-sharing" in p.fatal
-    out = reply_events(p.handle(message(1.0, submitted(1.0, "w0!1"))))
+    out = decided(p, message(1.0, submitted(1.0, "w0!1")))
     assert out == [("REJECT_JOB", {"job_id": "w0!1"})]
     assert p.summary()["error"] == p.fatal
 
 
 def test_platform_without_compute_hosts_is_a_clear_error():
     p = dp()
-    assert reply_events(p.handle(message(0.0, begins([], PROFILES)))) == []
+    assert decided(p, message(0.0, begins([], PROFILES))) == []
     assert "no compute hosts" in p.fatal
-    assert reply_events(p.handle(message(1.0, submitted(1.0, "w0!1")))) == [
+    assert decided(p, message(1.0, submitted(1.0, "w0!1"))) == [
         ("REJECT_JOB", {"job_id": "w0!1"})
     ]
 
@@ -142,10 +140,9 @@ def test_platform_without_compute_hosts_is_a_clear_error():
 def test_duplicate_job_ids_and_unknown_events_do_not_break_the_run():
     p = dp()
     start(p)
-    p.handle(message(1.0, submitted(1.0, "w0!1")))
-    out = reply_events(
-        p.handle(message(2.0, submitted(2.0, "w0!1"), {"timestamp": 2.0, "type": "MAKE_COFFEE", "data": {}}))
-    )
+    decided(p, message(1.0, submitted(1.0, "w0!1")))
+    coffee = {"timestamp": 2.0, "type": "MAKE_COFFEE", "data": {}}
+    out = decided(p, message(2.0, submitted(2.0, "w0!1"), coffee))
     assert out == []
     assert p.unknown_events == 1 and p.records["w0!1"].state == "Running"
 
@@ -178,7 +175,7 @@ def test_same_seed_same_decisions_and_seed_matters_for_ties():
     def placements(seed):
         p = dp(seed=seed)
         p.handle(message(0.0, begins([host(i, core="4") for i in range(8)], PROFILES)))
-        out = reply_events(p.handle(message(0.0, *[submitted(0.0, f"w0!{i}") for i in range(16)])))
+        out = decided(p, message(0.0, *[submitted(0.0, f"w0!{i}") for i in range(16)]))
         return [e[1]["alloc"] for e in out]
 
     assert placements(0) == placements(0)
@@ -199,12 +196,12 @@ def test_pods_csv_holds_requests_as_numbers(tmp_path):
 def test_a_fatal_error_kills_running_jobs_once_and_rejects_the_rest():
     p = dp()
     start(p, hosts=1)
-    p.handle(message(0.0, submitted(0.0, "w0!1"), submitted(0.0, "w0!2")))
+    decided(p, message(0.0, submitted(0.0, "w0!1"), submitted(0.0, "w0!2")))
     p._fail("simulated adapter failure")
-    out = reply_events(p.handle(message(1.0, submitted(1.0, "w0!3"))))
+    out = decided(p, message(1.0, submitted(1.0, "w0!3")))
     assert ("KILL_JOB", {"job_ids": ["w0!1"]}) in out
     assert {e[1]["job_id"] for e in out if e[0] == "REJECT_JOB"} == {"w0!2", "w0!3"}
-    assert reply_events(p.handle(message(2.0, notify(2.0, "no_more_static_job_to_submit")))) == []
+    assert decided(p, message(2.0, notify(2.0, "no_more_static_job_to_submit"))) == []
 
 
 class _WakingBackend(EmbeddedCluster):
@@ -230,8 +227,9 @@ def test_a_wake_up_already_asked_for_covers_later_ones():
     p.handle(message(0.0, begins([host(0, core="1")], PROFILES)))
 
     def asked(now, wake):
+        """A submission at `now`: its cycle (at the wake-up that ends the instant) reads the backend's."""
         backend.wake = wake
-        events = reply_events(p.handle(message(now)), wakeups=True)
+        events = decided(p, message(now, submitted(now, f"w0!{now}")), wakeups=True)
         return [data["timestamp"] for kind, data in events if kind == "CALL_ME_LATER"]
 
     assert asked(1.0, 5.0) == [5.0]

@@ -15,7 +15,7 @@ import threading
 import orjson
 import pytest
 import zmq
-from batsim_messages import begins, ends, host, message, notify, reply_events, submitted
+from batsim_messages import begins, decided, ends, host, message, notify, reply_events, submitted
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -193,9 +193,7 @@ BAD_FIELDS = [
 )
 def test_a_malformed_job_field_rejects_that_job_alone(tmp_path, field, value):
     p = started(tmp_path)
-    out = reply_events(
-        p.handle(message(1.0, submitted(1.0, "w0!bad", **{field: value}), submitted(1.0, "w0!ok")))
-    )
+    out = decided(p, message(1.0, submitted(1.0, "w0!bad", **{field: value}), submitted(1.0, "w0!ok")))
     assert ("REJECT_JOB", {"job_id": "w0!bad"}) in out
     assert any(kind == "EXECUTE_JOB" and data["job_id"] == "w0!ok" for kind, data in out)
     assert p.fatal is None
@@ -232,7 +230,7 @@ STOPPING = [
 @pytest.mark.parametrize(("name", "raw", "needle"), STOPPING, ids=[s[0] for s in STOPPING])
 def test_a_message_batsim_would_never_send_drains_the_run_with_the_reason(name, raw, needle):
     p = started()
-    p.handle(message(0.5, submitted(0.5, "w0!1"), submitted(0.5, "w0!2"), submitted(0.5, "w0!3")))
+    decided(p, message(0.5, submitted(0.5, "w0!1"), submitted(0.5, "w0!2"), submitted(0.5, "w0!3")))
     out = reply_events(p.handle(raw()))
     assert needle in p.fatal
     assert ("KILL_JOB", {"job_ids": ["w0!1", "w0!2"]}) in out and ("REJECT_JOB", {"job_id": "w0!3"}) in out
@@ -241,7 +239,7 @@ def test_a_message_batsim_would_never_send_drains_the_run_with_the_reason(name, 
 def test_a_machine_interval_of_1e11_hosts_is_intersected_not_expanded():
     p = started()
     p.handle(message(1.0, notify(1.0, "event_machine_unavailable", resources="0-100000000000")))
-    out = reply_events(p.handle(message(2.0, submitted(2.0, "w0!1"))))
+    out = decided(p, message(2.0, submitted(2.0, "w0!1")))
     assert out == [] and p.fatal is None  # both nodes are down: the pod waits
 
 
@@ -351,7 +349,7 @@ _k8s_field = st.sampled_from(
 @given(st.dictionaries(_k8s_field, _json, min_size=1, max_size=3))
 def test_any_job_json_is_executed_or_rejected_and_the_run_goes_on(fields):
     p = started()
-    out = reply_events(p.handle(message(1.0, submitted(1.0, "w0!x", **fields))))
+    out = decided(p, message(1.0, submitted(1.0, "w0!x", **fields)))
     assert p.fatal is None
     kinds = {k for k, d in out if d.get("job_id") == "w0!x"}
     assert kinds <= {"EXECUTE_JOB", "REJECT_JOB"}

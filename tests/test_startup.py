@@ -1,7 +1,7 @@
 from pathlib import Path
 
 import pytest
-from batsim_messages import begins, completed, host, message, reply_events, submitted
+from batsim_messages import begins, completed, decided, host, message, reply_events, submitted
 
 from batkube_py.cluster.embedded import EmbeddedCluster
 from batkube_py.decision import DecisionProcess
@@ -26,15 +26,15 @@ def test_specs_and_presets():
 def test_execute_goes_out_after_the_latency_with_the_node_held():
     p = DecisionProcess(lambda nodes: EmbeddedCluster(nodes), startup=parse_latency("fixed:2"))
     p.handle(message(0.0, begins([host(0, core="1")], {"p": {"type": "delay", "delay": 10, "cpu": "1"}})))
-    out = reply_events(p.handle(message(0.0, submitted(0.0, "w0!1"), submitted(0.0, "w0!2"))), wakeups=True)
-    assert out == [("CALL_ME_LATER", {"timestamp": 2.0})]
+    out = decided(p, message(0.0, submitted(0.0, "w0!1"), submitted(0.0, "w0!2")), wakeups=True)
+    assert out == [("CALL_ME_LATER", {"timestamp": 2.02})]  # bound at the end of the instant, t=0.02
     assert p.records["w0!1"].state == "Starting" and p.records["w0!2"].state == "Pending"
-    out = reply_events(p.handle(message(2.0006, {"timestamp": 2.0006, "type": "REQUESTED_CALL", "data": {}})))
+    out = reply_events(p.handle(message(2.0206, {"timestamp": 2.0206, "type": "REQUESTED_CALL", "data": {}})))
     assert out == [("EXECUTE_JOB", {"job_id": "w0!1", "alloc": "0"})]
-    out = reply_events(p.handle(message(12.0022, completed(12.0022, "w0!1", "0"))), wakeups=True)
-    assert out == [("CALL_ME_LATER", {"timestamp": 14.0022})]
+    out = decided(p, message(12.0222, completed(12.0222, "w0!1", "0")), wakeups=True)
+    assert out == [("CALL_ME_LATER", {"timestamp": 14.0422})]
     r = p.records["w0!1"]
-    assert (r.bind_time, r.start_time) == (0.0, 2.0006)
+    assert (r.bind_time, r.start_time) == (0.02, 2.0206)
 
 
 def test_burst_with_the_k3s_latency_end_to_end(tmp_path):
