@@ -228,6 +228,21 @@ class SettlePolicy:
             f"within {self.opts.crash_timeout:.0f} s"
         )
 
+    def fence(self, view: ClusterView, event: str) -> None:
+        """Block until kube-scheduler has handled every `event` the adapter caused, so that what the
+        adapter does next is judged on it: a pod created in the cycle that deletes another must not be
+        tried on a cache that still holds the deleted one (it would fail and sit out a wall-clock
+        backoff), since the twin applies the deletes of an instant first (instant.py)."""
+        want = view.fences().get(event, 0)
+        deadline = time.monotonic() + self.opts.crash_timeout
+        while self.metrics is not None:
+            m = self.metrics.scrape()
+            if m is not None and m.events.get(event, 0) - self.base.get(event, 0) >= want:
+                return
+            if time.monotonic() > deadline:
+                raise SchedulerUnresponsive(self._stuck(view, m))
+            time.sleep(self.MIN_PAUSE)
+
     def settle(self, view: ClusterView) -> None:
         """Block until kube-scheduler's pods (read from /metrics) and other schedulers' pods are settled."""
         t0 = time.monotonic()

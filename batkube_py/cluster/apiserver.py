@@ -21,6 +21,7 @@ from batkube_py.cluster import apicalls, base, expedite
 from batkube_py.cluster.apicalls import ApiCalls
 from batkube_py.cluster.base import BackendError, Binding, Unschedulable
 from batkube_py.controlplane.podwatch import PodWatch
+from batkube_py.protocol.reply import TIME_RESOLUTION
 from batkube_py.scheduler.snapshot import InvariantViolation
 from batkube_py.sync import MetricsSource, SchedulerUnresponsive, SettlePolicy, SyncOptions, TimeoutPolicy
 
@@ -71,6 +72,8 @@ class ApiServerCluster:
         self.left_in_backoff = 0
         self._fences: dict[str, int] = {"UnschedulablePodAdd": 0, "AssignedPodDelete": 0, "NodeAdd": 0}
         self._closed = False
+        self._unfenced_deletes = False
+        self._moved = False  # a delete or node change since the last cycle
         self.watch = PodWatch(self.core, self.namespace)
         try:
             self._create_cluster(nodes)
@@ -143,6 +146,12 @@ class ApiServerCluster:
         self.requests[name] = quantities.pod_requests(pod)
         self.specs[name] = pod
         kube = pod.spec.scheduler_name in self.kube_names
+        if self._unfenced_deletes and isinstance(self.policy, SettlePolicy):
+            try:
+                self.policy.fence(self, "AssignedPodDelete")
+            except SchedulerUnresponsive as exc:
+                self._break(str(exc))
+        self._unfenced_deletes = False
         self.watch.track(name, kube=kube)
         self._fences["UnschedulablePodAdd"] += kube
         try:
@@ -179,6 +188,7 @@ class ApiServerCluster:
         try:
             if node is not None:
                 self._fences["AssignedPodDelete"] += 1
+                self._unfenced_deletes = self._moved = True
             self.calls(
                 f"delete pod {name}",
                 self.core.delete_namespaced_pod,
@@ -193,6 +203,7 @@ class ApiServerCluster:
             self.policy.reset()
 
     def set_nodes_schedulable(self, nodes: list[str], schedulable: bool, now: float) -> None:
+        self._moved = True
         for name in nodes:
             if not self.broken:
                 try:
@@ -238,9 +249,12 @@ class ApiServerCluster:
                 )
             out.append(Binding(pod, node))
         self._wake = self.policy.next_wakeup(now, self)
+        # a parked pod is retried only after an event that may help it (a delete, a node change, a
+        # binding): a cycle that only created pods leaves the others' last attempt where it was
+        retried, self._moved = self._moved or bool(out), False
         with self.watch.cond:
             for v in self.watch.pods.values():
-                if v.node is None:
+                if v.node is None and (retried or v.since < 0):
                     v.since = now
         if self._over:
             raise InvariantViolation(f"{self._over} bindings over-allocated a node (see batkube.log)")
@@ -319,13 +333,14 @@ class ApiServerCluster:
         with self.watch.cond:
             due = [
                 n for n, v in self.watch.pods.items()
-                if v.node is None and v.kube and v.since >= 0 and self.now - v.since >= self.opts.max_backoff
+                if v.node is None and v.kube and v.since >= 0 and self._backed_off(v.since)
                 and n not in self._left
             ]  # fmt: skip
             free, lowest = self._free()
         due.sort(key=lambda n: -self.priorities.get(n, 0))  # stable: creation order within a priority
         reqs = {n: expedite.Request(*self.requests[n], self.priorities.get(n, 0)) for n in due}
         due, left = expedite.next_round(due, reqs, free, lowest)
+        log.debug("expedite at %s: recreating %s, leaving %s", self.now, due, left)
         self._left.update(left)
         self.left_in_backoff += len(left)
         due = [name for name in due if self.watch.renew(name) is not None]
@@ -348,6 +363,11 @@ class ApiServerCluster:
         self.recreated += len(due)
         return len(due)
 
+    def _backed_off(self, since: float) -> bool:
+        """Whether max_backoff simulated seconds have passed since `since` (cycle times are sums of
+        floats: 190.02 - 180.02 is 9.99999999999997)."""
+        return self.now - since >= self.opts.max_backoff - TIME_RESOLUTION
+
     def _free(self) -> tuple[dict[str, list[float]], int | None]:
         """Room left with every binding seen so far, taken or not, and the lowest running priority.
         Called with the watch's lock held."""
@@ -358,16 +378,22 @@ class ApiServerCluster:
         return free, min(running, default=None)
 
     def excused_backoff(self) -> int:
-        """Pods left in wall-clock backoff on purpose (expedite.py); none while some pod's simulated
-        backoff may not have expired (the backoff queue must then drain in wall time)."""
+        """Pods left in wall-clock backoff on purpose (expedite.py), and pods whose simulated backoff may
+        not have expired but whose retry could change nothing (they fit no node and cannot preempt);
+        none while another pod's simulated backoff may not have expired (the backoff queue must then
+        drain in wall time)."""
         with self.watch.cond:
+            free, lowest = self._free()
             left = 0
             for n, v in self.watch.pods.items():
                 if v.node is None and v.kube:
                     if n in self._left:
                         left += 1
-                    elif v.since >= 0 and self.now - v.since < self.opts.max_backoff:
-                        return 0
+                    elif v.since >= 0 and not self._backed_off(v.since):
+                        req = expedite.Request(*self.requests[n], self.priorities.get(n, 0))
+                        if not expedite.futile(req, free, lowest):
+                            return 0
+                        left += 1
             return left
 
     def fences(self) -> dict[str, int]:

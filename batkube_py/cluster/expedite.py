@@ -54,6 +54,13 @@ def fits(req: Request, free: list[float]) -> bool:
     return pods >= 1 and (req.cpu == 0 or req.cpu <= cpu) and (req.memory == 0 or req.memory <= mem)
 
 
+def futile(req: Request, free: dict[str, list[float]], lowest_running_priority: int | None) -> bool:
+    """A retry that can change nothing: the pod fits no node's free room and cannot preempt."""
+    if lowest_running_priority is not None and req.priority > lowest_running_priority:
+        return False
+    return not any(fits(req, f) for f in free.values())
+
+
 def next_round(
     due: list[str],
     requests: dict[str, Request],
