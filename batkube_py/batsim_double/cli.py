@@ -62,7 +62,7 @@ def dump_context(a: MainArgs, p: Parsed) -> str:
     })
 
 
-def _sched_config(a: MainArgs, err: TextIO) -> str | None:
+def read_sched_config(a: MainArgs, err: TextIO) -> str | None:
     if a.sched_config or not a.sched_config_file:
         return a.sched_config
     try:
@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None, out: TextIO | None = None, err: TextIO |
     if problem is not None:
         err.write(problem + "\n")
         return REFUSED_EXIT
-    sched_config = _sched_config(a, err)
+    sched_config = read_sched_config(a, err)
     if sched_config is None:
         return 134
     double = build(a, p, sched_config, err)
