@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from typing import TextIO
 
 from pydantic import BaseModel, Field
@@ -77,28 +78,12 @@ def check(p: Parsed, log: TextIO) -> MainArgs:
 
     if not os.path.exists(a.platform):
         error(f"Platform file '{a.platform}' cannot be read.", 0x01)
-    for i, path in enumerate(p.items("--workload")):
-        if not os.path.exists(path):
-            error(f"Workload file '{path}' cannot be read.", 0x02)
-        else:
-            a.workloads.append(absolute_filename(path))
-            log.write(f"[0.000000] [batsim/INFO] Workload 'w{i}' corresponds to workload file "
-                      f"'{a.workloads[-1]}'.\n")
-    for i, path in enumerate(p.items("--workflow")):
-        if not os.path.exists(path):
-            error(f"Workflow file '{path}' cannot be read.", 0x04)
-        else:
-            a.workflows.append(absolute_filename(path))
-            log.write(f"[0.000000] [batsim/INFO] Workflow 'wf{i}' corresponds to workflow file "
-                      f"'{a.workflows[-1]}'.\n")
+    a.workloads = _input_files(p.items("--workload"), ("Workload", "Workload 'w{}'", "workload"), 0x02,
+                               error, log)
+    a.workflows = _input_files(p.items("--workflow"), ("Workflow", "Workflow 'wf{}'", "workflow"), 0x04,
+                               error, log)
     _cut_workflows(p, a, error, log)
-    for i, path in enumerate(p.items("--events")):
-        if not os.path.exists(path):
-            error(f"Events file '{path}' cannot be read.", 0x02)
-        else:
-            a.events.append(absolute_filename(path))
-            log.write(f"[0.000000] [batsim/INFO] Event list 'we{i}' corresponds to events file "
-                      f"'{a.events[-1]}'.\n")
+    a.events = _input_files(p.items("--events"), ("Events", "Event list 'we{}'", "events"), 0x02, error, log)
     a.master_host = p.text("--master-host")
     for spec in p.items("--add-role-to-hosts"):
         parts = spec.split(":")
@@ -108,20 +93,13 @@ def check(p: Parsed, log: TextIO) -> MainArgs:
             a.roles[host] = parts[1]
     a.socket_endpoint = p.text("--socket-endpoint")
     a.redis_hostname = p.text("--redis-hostname")
-    port = stol_whole(p.text("--redis-port"))
-    if port is None:
-        error(f"Cannot read the Redis port '{p.text('--redis-port')}' as a long integer.")
-    else:
-        a.redis_port = port
+    a.redis_port = _integer(p.text("--redis-port"), stol_whole, "Cannot read the Redis port '{}' as a long "
+                            "integer.", error, a.redis_port)
     a.redis_prefix = p.text("--redis-prefix")
     a.export_prefix = p.text("--export")
     if p.flag("--enable-profile-reuse") and not p.flag("--enable-dynamic-jobs"):
         error("Profile reuse is enabled but dynamic registration is not, have you missed something?")
-    mmax = stoi(p.text("--mmax"))
-    if mmax is None:
-        error(f"Cannot read <M_max> '{p.text('--mmax')}' as an integer.")
-    else:
-        a.mmax = mmax
+    a.mmax = _integer(p.text("--mmax"), stoi, "Cannot read <M_max> '{}' as an integer.", error, a.mmax)
     a.mmax_workload = p.flag("--mmax-workload")
     verbosity = p.text("--verbosity")
     if verbosity in VERBOSITIES:
@@ -142,9 +120,32 @@ def check(p: Parsed, log: TextIO) -> MainArgs:
     return a
 
 
-def _cut_workflows(p: Parsed, a: MainArgs, error: object, log: TextIO) -> None:
+def _integer(text: str, read: Callable[[str], int | None], message: str, error: Callable[[str, int], None],
+             fallback: int) -> int:
+    value = read(text)
+    if value is None:
+        error(message.format(text), 0)
+        return fallback
+    return value
+
+
+def _input_files(paths: list[str], words: tuple[str, str, str], bit: int, error: Callable[[str, int], None],
+                 log: TextIO) -> list[str]:
+    """Input files as Batsim takes them: an error for a missing one, an absolute name for the others."""
+    what, name, kind = words
+    found: list[str] = []
+    for i, path in enumerate(paths):
+        if not os.path.exists(path):
+            error(f"{what} file '{path}' cannot be read.", bit)
+        else:
+            found.append(absolute_filename(path))
+            log.write(f"[0.000000] [batsim/INFO] {name.format(i)} corresponds to {kind} file "
+                      f"'{found[-1]}'.\n")
+    return found
+
+
+def _cut_workflows(p: Parsed, a: MainArgs, error: Callable[[str, int], None], log: TextIO) -> None:
     """`--WS <cut_workflow_file> <start_time>` pairs (the double refuses workflows later)."""
-    assert callable(error)
     pairs = list(zip(p.positionals[::2], p.positionals[1::2], strict=True))
     for i, (path, start) in enumerate(pairs):
         if not os.path.exists(path):
