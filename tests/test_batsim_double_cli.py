@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -26,6 +27,12 @@ from batkube_py.run import DOUBLE, RunConfig, run
 CASE = Path(__file__).resolve().parents[2] / "shared" / "batsim" / "transcripts" / "a_4hosts_6delays"
 PLATFORM = str(CASE / "platform.xml")
 WORKLOAD = str(CASE / "workload.json")
+
+
+@pytest.fixture(autouse=True)
+def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Batsim's default export prefix is `out` in the working directory: keep those files out of the tree."""
+    monkeypatch.chdir(tmp_path)
 
 
 def cli(*argv: str) -> tuple[int, str, str]:
@@ -123,16 +130,22 @@ def test_bad_values_are_logged_and_stop_batsim_with_exit_code_0() -> None:
     ]
 
 
-def test_missing_files_set_batsim_exit_bits(tmp_path: Path) -> None:
-    code, _, err = cli("-p", str(tmp_path / "nope.xml"), "-w", WORKLOAD, "-w", "missing.json",
-                       "--events", "gone.jsonl")
+def test_missing_files_set_batsim_exit_bits() -> None:
+    code, _, err = cli("-p", "nope.xml", "-w", WORKLOAD, "-w", "missing.json", "--events", "gone.jsonl")
     assert code == 0x01 | 0x02
     assert err.splitlines() == [
-        f"[0.000000] [batsim/ERROR] Platform file '{tmp_path}/nope.xml' cannot be read.",
+        "[0.000000] [batsim/ERROR] Platform file 'nope.xml' cannot be read.",
         f"[0.000000] [batsim/INFO] Workload 'w0' corresponds to workload file '{WORKLOAD}'.",
         "[0.000000] [batsim/ERROR] Workload file 'missing.json' cannot be read.",
         "[0.000000] [batsim/ERROR] Events file 'gone.jsonl' cannot be read.",
     ]
+
+
+def test_relative_workload_paths_are_made_absolute_as_batsim_does(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "w.json").write_text(Path(WORKLOAD).read_text())
+    _, _, err = cli("-p", "nope.xml", "-w", "sub/../sub/w.json")
+    assert f"workload file '{os.getcwd()}/sub/../sub/w.json'." in err  # cwd + '/' + name, '..' kept
 
 
 def test_role_map_without_one_colon_aborts() -> None:
