@@ -97,12 +97,11 @@ def test_config_flags_in_simulation_begins(tmp_path: Path) -> None:
 
 
 def test_cli_flags_reach_the_double() -> None:
-    from batkube_py.batsim_double.cli import parse_args
+    from batkube_py.batsim_double.argv import parse
 
-    a = parse_args(
-        ["-p", "x", "--enable-dynamic-jobs", "--acknowledge-dynamic-jobs", "--enable-profile-reuse"]
-    )
-    assert (a.enable_dynamic_jobs, a.acknowledge_dynamic_jobs, a.enable_profile_reuse) == (True, True, True)
+    a = parse(["-p", "x", "--enable-dynamic-jobs", "--acknowledge-dynamic-jobs", "--enable-profile-reuse"])
+    flags = ("--enable-dynamic-jobs", "--acknowledge-dynamic-jobs", "--enable-profile-reuse")
+    assert [a.flag(f) for f in flags] == [True, True, True]
 
 
 def test_kill_then_resubmit_as_dynamic_job(tmp_path: Path) -> None:

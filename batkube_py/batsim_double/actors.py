@@ -44,10 +44,11 @@ def job_submitter(ctx: Context, wl_index: int) -> G:
     yield ("put", "server", ("SUBMITTER_BYE", name, "JOB"))
 
 
-def event_submitter(ctx: Context, events: list[dict[str, Any]]) -> G:
-    """external_event_submitter_process: same batching scheme as the job submitter."""
+def event_submitter(ctx: Context, list_name: str, events: list[dict[str, Any]]) -> G:
+    """static_event_submitter_process: same batching scheme as the job submitter."""
     k = ctx.k
-    yield ("put", "server", ("SUBMITTER_HELLO", "events_submitter", "EVENT"))
+    name = f"{list_name}_submitter"
+    yield ("put", "server", ("SUBMITTER_HELLO", name, "EVENT"))
     current = longdouble(k.now)
     batch: list[dict[str, Any]] = []
     for ev in sorted(events, key=lambda e: float(e["timestamp"])):
@@ -61,7 +62,7 @@ def event_submitter(ctx: Context, events: list[dict[str, Any]]) -> G:
         batch.append(ev)
     if batch:
         yield ("put", "server", ("EVENT_OCCURRED", batch))
-    yield ("put", "server", ("SUBMITTER_BYE", "events_submitter", "EVENT"))
+    yield ("put", "server", ("SUBMITTER_BYE", name, "EVENT"))
 
 
 def request_reply(ctx: Context, text: str) -> G:

@@ -20,16 +20,36 @@ from .machines import Machines
 from .simplatform import Platform
 from .workload import Job, Workload
 
+LEVELS = {"DEBUG": 10, "INFO": 20, "WARNING": 30, "ERROR": 40, "CRITICAL": 50}
+# configure_batsim_logging_output (batsim.cpp): the categories -v/-q set; others keep SimGrid's INFO.
+VERBOSITY_CATEGORIES = frozenset((
+    "workload", "job_submitter", "redis", "jobs", "machines", "pstate", "workflow", "jobs_execution",
+    "server", "export", "profiles", "machine_range", "events", "event_submitter", "protocol", "network",
+    "ipp", "task_execution"))
+VERBOSITY_THRESHOLD = {"quiet": 40, "network-only": 40, "information": 20, "debug": 10}
+
+
+def threshold(category: str, verbosity: str) -> int:
+    """Lowest level logged for a category: `batsim` always INFO, `network` INFO in network-only."""
+    if category in VERBOSITY_CATEGORIES and not (category == "network" and verbosity == "network-only"):
+        return VERBOSITY_THRESHOLD[verbosity]
+    return 20
+
 
 @dataclass
 class Options:
     compute_sharing: bool = False
+    storage_sharing: bool = True
     forward_profiles: bool = False
     dynamic_jobs: bool = False
     ack_dynamic_jobs: bool = False
     profile_reuse: bool = False
     sched_config: str = ""
-    log_level: int = 20  # 10 debug, 20 info, 30 warning, 40 error; quiet = 30
+    forward_unknown_events: bool = False
+    redis: tuple[str, int, str] = ("127.0.0.1", 6379, "default")  # hostname, port, prefix (config only)
+    trace_machine_states: bool = True  # --disable-machine-state-tracing: no <prefix>_machine_states.csv
+    trace_schedule: bool = True  # --disable-schedule-tracing: no <prefix>_schedule.trace
+    verbosity: str = "information"  # quiet | network-only | information | debug
     log_stream: TextIO | None = None
 
 
@@ -103,8 +123,7 @@ class Context:
         stream = self.options.log_stream
         if stream is None:
             return
-        lvl = {"DEBUG": 10, "INFO": 20, "WARNING": 30, "ERROR": 40, "CRITICAL": 50}[level]
-        if lvl < self.options.log_level:
+        if LEVELS[level] < threshold(category, self.options.verbosity):
             return
         label = self.current_label() if self.current_label and self.k.current is not None else ""
         prefix = f"[{label} {self.k.now:f}]" if label else f"[{self.k.now:f}]"

@@ -10,13 +10,13 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TextIO
 
 from .actors import event_submitter, job_submitter
 from .batching import RandomBatching
 from .context import Context, Options
-from .errors import BatsimAbort, BatsimRuntimeError
+from .errors import BatsimAbort, BatsimRuntimeError, check
 from .export import JobsTracer
 from .kernel import Kernel
 from .machines import Machines
@@ -44,21 +44,27 @@ class Outcome:
 class BatsimDouble:
     def __init__(self, platform_path: str, workload_paths: list[str] | str, *, compute_sharing: bool = False,
                  forward_profiles: bool = False, dynamic_jobs: bool = False,
-                 ack_dynamic_jobs: bool = False, profile_reuse: bool = False, events_path: str | None = None,
-                 export_prefix: str | None = None, master_host: str = "master_host",
-                 log_stream: TextIO | None = None, log_level: int = 20,
+                 ack_dynamic_jobs: bool = False, profile_reuse: bool = False,
+                 events_path: str | list[str] | None = None, export_prefix: str | None = None,
+                 master_host: str = "master_host", log_stream: TextIO | None = None,
+                 verbosity: str = "information", mmax: int = 0, mmax_workload: bool = False,
+                 roles: dict[str, str] | None = None, options: Options | None = None,
                  batching: RandomBatching | None = None) -> None:
+        """`options` carries the remaining command-line settings (cli.py); explicit arguments win;
+        `batching` is a test aid (batching.py), never Batsim's."""
         if isinstance(workload_paths, str):
             workload_paths = [workload_paths]
+        events_paths = [events_path] if isinstance(events_path, str) else list(events_path or [])
         self.outcome = Outcome()
         self.export_prefix = export_prefix
         self._log_stream = log_stream
         self._sched_wall = 0.0
         self._t_sent = 0.0
         self._t_start = time.perf_counter()
-        options = Options(compute_sharing=compute_sharing, forward_profiles=forward_profiles,
-                          dynamic_jobs=dynamic_jobs, ack_dynamic_jobs=ack_dynamic_jobs,
-                          profile_reuse=profile_reuse, log_level=log_level, log_stream=log_stream)
+        options = replace(options or Options(), compute_sharing=compute_sharing,
+                          forward_profiles=forward_profiles, dynamic_jobs=dynamic_jobs,
+                          ack_dynamic_jobs=ack_dynamic_jobs, profile_reuse=profile_reuse,
+                          verbosity=verbosity, log_stream=log_stream)
         self.platform = Platform(platform_path)
         pf = self.platform
         self.kernel = Kernel(pf.route, pf.surf_precision, pf.maxmin_precision)
@@ -69,14 +75,19 @@ class BatsimDouble:
         self.ctx = Context(self.kernel, self.platform, None, workloads, options, JobsTracer())  # type: ignore
         self.ctx.current_label = self._label
         self.ctx.batching = batching
-        for wl in workloads:
-            self.ctx.log("batsim", f"Workload '{wl.name}' corresponds to workload file '{wl.path}'.")
-        self.ctx.log("batsim", "Batsim version: 4.2.1")
-        self._init_error: str | None = None
+        self.ctx.log("batsim", "Batsim version: 4.2.1")  # "Workload 'w0' corresponds..." is the CLI's
+        limit = machine_limit(mmax, mmax_workload, [wl.nb_res for wl in workloads])
+        if limit != -1:
+            self.ctx.log("batsim", f"The maximum number of machines to use is {limit}.")
+        self._init_error: BatsimAbort | None = None
         try:
-            self.ctx.machines = Machines(self.platform, master_host)
+            event_lists = [load_events(path, options.forward_unknown_events) for path in events_paths]
+            self.ctx.machines = Machines(self.platform, master_host, roles, limit)
         except PlatformError as exc:
-            self._init_error = str(exc)
+            self._init_error = BatsimAbort(str(exc), "./src/xbt/exception.cpp:48")
+            return
+        except BatsimAbort as exc:
+            self._init_error = exc
             return
         self.ctx.log("machines", f"The machines have been created successfully. There are "
                      f"{self.ctx.machines.nb_compute} computing machines.")
@@ -86,14 +97,14 @@ class BatsimDouble:
                 self.ctx.jobs[job.id] = job
                 self.ctx.met.add(job.id)
         self.ctx.counters.job_submitters_expected = len(workloads)
-        events = _load_events(events_path) if events_path else None
+        self.ctx.counters.event_submitters_expected = len(event_lists)
         master = self.ctx.machines.master
         for i, wl in enumerate(workloads):
             self.kernel.spawn(f"workload_submitter_{wl.name}", master, job_submitter(self.ctx, i))
             self.ctx.log("batsim", f"The process 'workload_submitter_{wl.name}' has been created.")
-        if events is not None:
-            self.ctx.counters.event_submitters_expected = 1
-            self.kernel.spawn("event_submitter", master, event_submitter(self.ctx, events))
+        for i, events in enumerate(event_lists):
+            self.kernel.spawn(f"event_submitter_we{i}", master, event_submitter(self.ctx, f"we{i}", events))
+            self.ctx.log("batsim", f"The process 'event_submitter_we{i}' has been created.")
         self.kernel.spawn("server", master, server_process(self.ctx))
         self.ctx.log("batsim", "The process 'server' has been created.")
         if export_prefix:
@@ -103,7 +114,8 @@ class BatsimDouble:
     def start(self) -> str | None:
         """First message (SIMULATION_BEGINS); None if Batsim would die before sending it."""
         if self._init_error is not None:
-            self._abort(BatsimAbort(self._init_error, "./src/xbt/exception.cpp:48"), uncaught=True)
+            exc = self._init_error
+            self._abort(exc, uncaught=exc.where == "./src/xbt/exception.cpp:48")
             return None
         return self._run(lambda: self.kernel.run())
 
@@ -196,12 +208,34 @@ def _write(path: str, text: str) -> None:
         f.write(text)
 
 
-def _load_events(path: str) -> list[dict[str, Any]]:
-    """Batsim external events: one JSON object per line ({"timestamp", "type", ...})."""
+def machine_limit(mmax: int, mmax_workload: bool, nb_res: list[int]) -> int:
+    """How many compute machines Batsim keeps (load_workloads_and_workflows); -1 for all of them."""
+    largest = max(nb_res, default=-1)
+    if mmax_workload and mmax > 0:
+        return min(mmax, largest)
+    if mmax_workload:
+        return largest
+    return mmax if mmax > 0 else -1
+
+
+def load_events(path: str, unknown_as_generic: bool) -> list[dict[str, Any]]:
+    """Batsim external events: one JSON object per line ({"timestamp", "type", ...}), by timestamp then type.
+
+    Types other than machine_(un)available are kept only under --forward-unknown-events
+    (then sent verbatim in a NOTIFY); otherwise Batsim refuses the file.
+    """
     out = []
     with open(path, encoding="utf-8") as f:
         for line in f:
             line = line.strip()
             if line:
-                out.append(json.loads(line))
+                ev = json.loads(line)
+                rank = EVENT_TYPES.get(ev.get("type"), 2)
+                check(rank < 2 or unknown_as_generic, f"Unknown event type: {ev.get('type')}",
+                      "../src/events.cpp:79")
+                out.append(ev)
+    out.sort(key=lambda e: (float(e["timestamp"]), EVENT_TYPES.get(e.get("type"), 2)))
     return out
+
+
+EVENT_TYPES = {"machine_available": 0, "machine_unavailable": 1}  # Batsim's EventType order; generic = 2

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .errors import BatsimAbort, check
 from .simplatform import Host, Platform, PlatformError
 
 ROLES = ("compute_node", "master", "storage")
@@ -30,29 +31,36 @@ class Machine:
 class Machines:
     """Compute and storage machines plus the master host name."""
 
-    def __init__(self, platform: Platform, master_name: str = "master_host") -> None:
-        roles: dict[str, str] = {}
+    def __init__(self, platform: Platform, master_name: str = "master_host",
+                 roles: dict[str, str] | None = None, limit: int = -1) -> None:
+        role_map = {master_name: "master", **(roles or {})}  # -r after the master, as hosts_roles_map
+        host_roles: dict[str, str] = {}
         for name, host in platform.hosts.items():
             role = host.props.get("role", "")
-            if name == master_name:
-                role = f"{role},master" if role else "master"
+            if name in role_map:
+                role = f"{role},{role_map[name]}" if "role" in host.props else role_map[name]
             if role and role not in ROLES:
                 raise PlatformError(f"Cannot create any role from string description '{role}' existing "
                                     "roles are: compute_node, master, storage, ")
-            roles[name] = role
-        masters = [n for n, r in roles.items() if r == "master"]
-        if len(masters) != 1:
-            raise PlatformError(f"There must be exactly one master host (found {len(masters)}), "
-                                f"looking for master host '{master_name}'")
+            if role == "master" and any(r == "master" for r in host_roles.values()):
+                raise BatsimAbort("There are two master hosts...", "../src/machines.cpp:259")
+            host_roles[name] = role
+        compute = sorted(n for n, r in host_roles.items() if r in ("", "compute_node"))
+        if limit > 0:
+            check(limit <= len(compute), f"Impossible to compute on M={limit} machines: only {len(compute)} "
+                  "machines are described in the PLATFORM_FILE.", "../src/machines.cpp:272")
+            compute = compute[:limit]
+        masters = [n for n, r in host_roles.items() if r == "master"]
+        check(bool(masters), 'Cannot find the "master" role in the platform file', "../src/machines.cpp:308")
         self.master = masters[0]
-        compute = sorted(n for n, r in roles.items() if r in ("", "compute_node"))
-        storage = sorted(n for n, r in roles.items() if r == "storage")
+        storage = sorted(n for n, r in host_roles.items() if r == "storage")
         self.machines: list[Machine] = []
         for name in compute + storage:
             host = platform.hosts[name]
-            props = {"role": host.props.get("role", "")}
+            props = {"role": host_roles[name]}
             props.update(host.props)
-            role = roles[name] or "compute_node"
+            props["role"] = host_roles[name]
+            role = host_roles[name] or "compute_node"
             self.machines.append(Machine(len(self.machines), name, host, role, props))
         self.nb_compute = len(compute)
         self.nb_storage = len(storage)

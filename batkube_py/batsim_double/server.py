@@ -28,12 +28,12 @@ def simulation_begins(ctx: Context) -> str:
     o = ctx.options
     data = {
         "nb_resources": len(m), "nb_compute_resources": m.nb_compute, "nb_storage_resources": m.nb_storage,
-        "allow_compute_sharing": o.compute_sharing, "allow_storage_sharing": True,
-        "config": {"redis-enabled": False, "redis-hostname": "127.0.0.1", "redis-port": 6379,
-                   "redis-prefix": "default", "profiles-forwarded-on-submission": o.forward_profiles,
+        "allow_compute_sharing": o.compute_sharing, "allow_storage_sharing": o.storage_sharing,
+        "config": {"redis-enabled": False, "redis-hostname": o.redis[0], "redis-port": o.redis[1],
+                   "redis-prefix": o.redis[2], "profiles-forwarded-on-submission": o.forward_profiles,
                    "dynamic-jobs-enabled": o.dynamic_jobs, "dynamic-jobs-acknowledged": o.ack_dynamic_jobs,
                    "profile-reuse-enabled": o.profile_reuse, "sched-config": o.sched_config,
-                   "forward-unknown-events": False},
+                   "forward-unknown-events": o.forward_unknown_events},
         "compute_resources": m.resources_json(False), "storage_resources": m.resources_json(True),
         "workloads": {w.name: w.path for w in ctx.workloads},
         "profiles": {w.name: w.profiles for w in ctx.workloads},
@@ -233,6 +233,8 @@ def on_event_occurred(ctx: Context, msg: tuple[Any, ...]) -> None:
         etype = ev.get("type")
         if etype in ("machine_unavailable", "machine_available"):
             ctx.notify(f"event_{etype}", {"resources": str(ev.get("resources", ""))})
+        else:  # generic: loading kept it only under --forward-unknown-events; forwarded verbatim
+            ctx.append("NOTIFY", jsonfmt.dumps(ev))
 
 
 def on_set_metadata(ctx: Context, msg: tuple[Any, ...]) -> None:

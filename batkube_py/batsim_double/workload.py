@@ -57,6 +57,7 @@ class Workload:
     path: str
     jobs: list[Job]
     profiles: dict[str, dict[str, Any]]
+    nb_res: int = -1  # the workload's 'nb_res' (--mmax-workload)
 
 
 def load_workload(path: str, name: str) -> Workload:
@@ -78,4 +79,10 @@ def load_workload(path: str, name: str) -> Workload:
                         profiles_all[prof], jsonfmt.dumps(rewritten), order))
         referenced.setdefault(prof, None)
     profiles = {p: profiles_all[p] for p in referenced}
-    return Workload(name, os.path.abspath(path), jobs, profiles)
+    return Workload(name, absolute_filename(path), jobs, profiles, doc["nb_res"])
+
+
+def absolute_filename(path: str | os.PathLike[str]) -> str:
+    """Batsim's absolute_filename (batsim.cpp): cwd + '/' + path, '..' kept as given."""
+    path = str(path)
+    return path if path.startswith("/") else f"{os.getcwd()}/{path}"
