@@ -45,6 +45,7 @@ class _LazyGroup(click.Group):
         "analyze": "batkube_py.analysis.commands:analyze",
         "compare": "batkube_py.analysis.commands:compare",
         "explain": "batkube_py.analysis.explain_view:explain",
+        "replay": "batkube_py.transcript:replay_cmd",
     }
 
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -81,6 +82,13 @@ def _report(summary: dict) -> None:
         raise click.ClickException(summary["error"])
 
 
+def _transcript_option(f):
+    return click.option(
+        "--transcript", type=_path, default=None, metavar="FILE",
+        help="Write every Batsim message and the reply sent, raw, one per line (for `batkube replay`).",
+    )(f)  # fmt: skip
+
+
 def _embedded_options(f):
     f = click.option(
         "--startup-latency", "latency", default=None, metavar="SPEC",
@@ -102,17 +110,21 @@ def _embedded_options(f):
               "(default: `batsim` on PATH, else the double).")
 @click.option("--batsim-arg", "batsim_args", multiple=True, help="Extra argument for Batsim (repeatable).")
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: when on a terminal).")
+@click.option("--batsim-log", is_flag=True,
+              help="Let Batsim log every message to batsim.stderr (default: Batsim runs with -q).")
+@_transcript_option
 @guard_options
 @_embedded_options
 @backend_options
-def run_cmd(platform, workload, out, seed, batsim, batsim_args, progress, record, latency, overwrite,
-            connect_timeout, idle_timeout, **backend) -> None:  # fmt: skip
+def run_cmd(platform, workload, out, seed, batsim, batsim_args, progress, batsim_log, transcript, record,
+            latency, overwrite, connect_timeout, idle_timeout, **backend) -> None:  # fmt: skip
     """Simulate PLATFORM running WORKLOAD with Batsim and the embedded kube-scheduler twin."""
     cfg = RunConfig(
         platform=platform, workload=workload, out=out, seed=seed, batsim=batsim, batsim_args=batsim_args,
         progress=sys.stderr.isatty() if progress is None else progress, record_decisions=record,
         startup_latency=latency, scheduler_config=backend["scheduler_config"],
-        connect_timeout=connect_timeout, idle_timeout=idle_timeout,
+        connect_timeout=connect_timeout, idle_timeout=idle_timeout, transcript=transcript,
+        batsim_log=batsim_log,
     )  # fmt: skip
     interrupt_on_sigterm()
     try:
@@ -152,9 +164,10 @@ def _with_backend(api_cfg, out, body):
 @click.option("--idle-timeout", type=SECONDS, default=600.0, show_default=True,
               help="Give up after this many seconds without a message from Batsim.")  # fmt: skip
 @click.option("--overwrite", is_flag=True, help="Replace the outputs of an earlier run in --out.")
+@_transcript_option
 @_embedded_options
 @backend_options
-def serve_cmd(endpoint, out, seed, idle_timeout, overwrite, record, latency, **backend) -> None:
+def serve_cmd(endpoint, out, seed, idle_timeout, overwrite, transcript, record, latency, **backend) -> None:
     """Run the adapter alone, for a Batsim you launch yourself (with --enable-compute-sharing, and
     --enable-dynamic-jobs --acknowledge-dynamic-jobs so that preempted pods are resubmitted)."""
     config = backend["scheduler_config"]
@@ -162,7 +175,8 @@ def serve_cmd(endpoint, out, seed, idle_timeout, overwrite, record, latency, **b
 
     def body(factory):
         return serve(endpoint, out, seed, idle_timeout, factory, record_decisions=record,
-                     startup_latency=latency, scheduler_config=config)  # fmt: skip
+                     startup_latency=latency, scheduler_config=config,
+                     transcript_path=transcript)  # fmt: skip
 
     interrupt_on_sigterm()
     try:

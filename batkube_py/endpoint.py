@@ -115,17 +115,23 @@ class Endpoint:
         idle_timeout: float | None = None,
         connect_timeout: float | None = None,
         poll_seconds: float = 0.2,
+        transcript: Callable[[bytes, bytes], None] | None = None,
     ) -> None:
         """Answer Batsim until SIMULATION_ENDS has been acknowledged.
 
         Raises PeerGone when the peer dies, never sends SIMULATION_BEGINS within `connect_timeout`, or is
         silent for `idle_timeout` seconds after a reply (the adapter's own thinking time does not count),
         and ProtocolError (after no reply) when the peer sends something that is not a Batsim message.
+        `transcript(message, reply)` is called with the raw bytes of each exchange with the peer.
         """
         with long_lived_gc():
-            self._serve(process, peer_alive, on_reply, idle_timeout, connect_timeout, poll_seconds)
+            self._serve(
+                process, peer_alive, on_reply, idle_timeout, connect_timeout, poll_seconds, transcript
+            )
 
-    def _serve(self, process, peer_alive, on_reply, idle_timeout, connect_timeout, poll_seconds) -> None:
+    def _serve(
+        self, process, peer_alive, on_reply, idle_timeout, connect_timeout, poll_seconds, transcript
+    ) -> None:
         # a receive timeout rather than poll() before each recv: one call per message, not a Poller each
         self._sock.setsockopt(zmq.RCVTIMEO, int(poll_seconds * 1000))
         since = time.monotonic()
@@ -155,6 +161,8 @@ class Endpoint:
                     raise ProtocolError(f"message {self.messages} from Batsim: {exc}") from None
             self._sock.send_multipart([self._peer, b"", reply])
             since = time.monotonic()
+            if transcript is not None:
+                transcript(frames[2], reply)
             if on_reply is not None:
                 on_reply(process)
 

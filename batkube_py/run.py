@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import resource
 import shutil
 import signal
 import subprocess
@@ -32,6 +33,7 @@ from batkube_py.scheduler.config import ConfigError, build_profiles, default_con
 from batkube_py.scheduler.queue import QueueConfig
 from batkube_py.scheduler.record import DecisionRecorder
 from batkube_py.startup import LatencySpecError, StartupLatency, parse_latency
+from batkube_py.transcript import TranscriptWriter
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +56,8 @@ class RunConfig:
     scheduler_config: Path | None = None
     connect_timeout: float | None = 120.0  # s for Batsim to connect and send SIMULATION_BEGINS
     idle_timeout: float | None = 600.0  # s of Batsim's silence (alive, not waiting for us) before giving up
+    transcript: Path | None = None  # every message and reply, raw (batkube_py.transcript)
+    batsim_log: bool = False  # Batsim's own log of every message (off: Batsim runs with -q)
 
 
 @dataclass
@@ -127,6 +131,46 @@ def count_jobs(workload: Path) -> int:
     if not isinstance(doc, dict) or not isinstance(doc.get("jobs"), list):
         raise RunError(f"workload {workload}: expected an object with a 'jobs' array (Batsim workload)")
     return len(doc["jobs"])
+
+
+_VERBOSITY = ("-q", "--quiet", "-v", "--verbosity")
+
+
+def quiet_flag(cfg: RunConfig) -> list[str]:
+    """`-q` unless the user asked for Batsim's log: real Batsim logging every message of the 10,000-job
+    bench took 109 s instead of 95.6 s (and wrote 14 MB of batsim.stderr)."""
+    given = any(a.split("=", 1)[0] in _VERBOSITY for a in cfg.batsim_args)
+    return [] if cfg.batsim_log or given else ["-q"]
+
+
+def batsim_command(batsim: list[str], cfg: RunConfig, endpoint: str, export: Path) -> list[str]:
+    """How `batkube run` starts Batsim (benchmarks/adapter_overhead.py starts it the same way)."""
+    return [
+        *batsim, "-p", str(cfg.platform.resolve()), "-w", str(cfg.workload.resolve()),
+        "-e", str(export.resolve()), "-s", endpoint, "--enable-compute-sharing",
+        "--enable-dynamic-jobs", "--acknowledge-dynamic-jobs", *quiet_flag(cfg), *cfg.batsim_args,
+    ]  # fmt: skip
+
+
+def open_transcript(path: Path | None) -> TranscriptWriter | None:
+    try:
+        return TranscriptWriter(path) if path is not None else None
+    except OSError as exc:
+        raise RunError(f"cannot write transcript {path}: {exc.strerror}") from None
+
+
+def usage_figures(children: bool) -> dict[str, float]:
+    """CPU seconds and peak RSS of this process (and of its reaped children: Batsim, in a run)."""
+    def of(who: int) -> tuple[float, float]:
+        u = resource.getrusage(who)
+        return round(u.ru_utime + u.ru_stime, 3), round(u.ru_maxrss / 1024, 1)
+
+    cpu, rss = of(resource.RUSAGE_SELF)
+    out = {"adapter_cpu_seconds": cpu, "adapter_peak_rss_mib": rss}
+    if children:
+        cpu, rss = of(resource.RUSAGE_CHILDREN)
+        out.update(batsim_cpu_seconds=cpu, batsim_peak_rss_mib=rss)
+    return out
 
 
 def setup_logging(out: Path) -> logging.Handler:
@@ -220,14 +264,14 @@ def run(
         outputs = RunOutputs(cfg.out)
     except OSError as exc:
         raise RunError(f"cannot write in output directory {cfg.out}: {exc.strerror}") from None
+    try:
+        transcript = open_transcript(cfg.transcript)
+    except RunError:
+        outputs.close()
+        raise
     process = DecisionProcess(backend_factory, outputs, startup)
     endpoint = Endpoint()
-    cmd = [
-        *batsim, "-p", str(cfg.platform.resolve()), "-w", str(cfg.workload.resolve()),
-        "-e", str((cfg.out / "out").resolve()), "-s", endpoint.address, "--enable-compute-sharing",
-        "--enable-dynamic-jobs", "--acknowledge-dynamic-jobs",
-        *cfg.batsim_args,
-    ]  # fmt: skip
+    cmd = batsim_command(batsim, cfg, endpoint.address, cfg.out / "out")
     (cfg.out / "batsim_cmdline.txt").write_text(" ".join(cmd) + "\n")
     start = time.perf_counter()
     error: str | None = None
@@ -240,6 +284,8 @@ def run(
         except OSError as exc:
             endpoint.close()
             outputs.close()
+            if transcript is not None:
+                transcript.close()
             raise RunError(f"cannot start Batsim ({batsim[0]}): {exc.strerror}") from None
         bar, update = _progress(cfg.progress, total)
         try:
@@ -247,6 +293,7 @@ def run(
                 endpoint.serve(
                     process, peer_alive=lambda: proc.poll() is None, on_reply=update,
                     idle_timeout=cfg.idle_timeout, connect_timeout=cfg.connect_timeout,
+                    transcript=transcript.record if transcript is not None else None,
                 )  # fmt: skip
             rc = proc.wait(timeout=120)
             if rc != 0:
@@ -271,6 +318,8 @@ def run(
             stop_process(proc, group=True)
             endpoint.close()
             outputs.close()
+            if transcript is not None:
+                transcript.close()
             if process.backend is not None:
                 process.backend.close()
     if error is None and process.fatal is not None:
@@ -282,6 +331,7 @@ def run(
         seed=cfg.seed,
         batsim_exit_code=proc.returncode,
         messages=endpoint.messages,
+        **usage_figures(children=True),
         batkube_version=__version__,
         platform=str(cfg.platform),
         workload=str(cfg.workload),
@@ -298,6 +348,7 @@ def serve(
     endpoint_address: str, out: Path | None, seed: int, idle_timeout: float | None,
     backend_factory: BackendFactory | None = None, *, record_decisions: bool = False,
     startup_latency: str | None = None, scheduler_config: Path | None = None,
+    transcript_path: Path | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     """The adapter alone, for users who launch Batsim themselves; `idle_timeout` bounds both the wait
     for Batsim's first message and its silences. The endpoint is bound before `out` is written."""
@@ -313,6 +364,13 @@ def serve(
     except OSError as exc:
         endpoint.close()
         raise RunError(f"cannot write in output directory {out}: {exc.strerror}") from None
+    try:
+        transcript = open_transcript(transcript_path)
+    except RunError:
+        endpoint.close()
+        if outputs is not None:
+            outputs.close()
+        raise
     record = out / "decisions.jsonl" if out is not None and record_decisions else None
     factory = backend_factory or embedded_factory(seed, record, scheduler_config)
     process = DecisionProcess(factory, outputs, startup)
@@ -321,7 +379,8 @@ def serve(
     start = time.perf_counter()
     error = None
     try:
-        endpoint.serve(process, idle_timeout=idle_timeout, connect_timeout=idle_timeout)
+        endpoint.serve(process, idle_timeout=idle_timeout, connect_timeout=idle_timeout,
+                       transcript=transcript.record if transcript is not None else None)  # fmt: skip
     except (PeerGone, ProtocolError, ReplyRuleError) as exc:
         error = str(exc)
     except Terminated as exc:
@@ -335,11 +394,14 @@ def serve(
         endpoint.close()
         if outputs is not None:
             outputs.close()
+        if transcript is not None:
+            transcript.close()
         if process.backend is not None:
             process.backend.close()
     summary = process.summary()
     summary.update(
-        error=error or process.fatal, wall_seconds=round(time.perf_counter() - start, 3), seed=seed
+        error=error or process.fatal, wall_seconds=round(time.perf_counter() - start, 3), seed=seed,
+        **usage_figures(children=False),
     )
     if outputs is not None:
         outputs.summary(summary)

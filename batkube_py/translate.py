@@ -7,6 +7,7 @@ what was expected, so the user can fix the workload rather than guess.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import re
 from dataclasses import dataclass
@@ -230,11 +231,59 @@ def _field(job: dict, profile: dict, key: str) -> tuple[str, Any]:
     return key, None
 
 
+# Job fields that shape the pod; a job holding none of them gets its pod from its profile alone.
+_JOB_KEYS = frozenset({"cpu", "memory", "extendedResources", "resources", "scheduler", "priority", "labels",
+                       "nodeSelector", "tolerations", "affinity", "topologySpreadConstraints"})  # fmt: skip
+_SHAPES_MAX = 4096
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """A checked pod minus its name: spec fields, the container, labels (shared, never mutated)."""
+
+    spec: dict[str, Any]
+    container: client.V1Container
+    labels: dict[str, str] | None
+
+
+_shapes: dict[int, tuple[dict, dict, _Shape]] = {}
+
+
 def pod_from_job(
     job_id: str, job: dict[str, Any] | None, profile: dict[str, Any] | None, name: str
 ) -> client.V1Pod | Rejection:
-    """The pod for a submitted job, or why Kubernetes cannot represent it."""
+    """The pod for a submitted job, or why Kubernetes cannot represent it.
 
+    Workloads submit thousands of jobs that carry nothing but a profile's name: the checked shape of
+    such a job is kept per profile (the profile object, pinned so that its id is not reused, and a deep
+    copy, so that a profile changed in place is checked afresh), and each pod costs three copies.
+    """
+    res = job.get("res") if job is not None else None
+    if job is None or profile is None or res != 1 or isinstance(res, bool) or not _JOB_KEYS.isdisjoint(job):
+        shape = _checked(job_id, job, profile)
+        return shape if isinstance(shape, Rejection) else _assemble(job_id, name, shape)
+    hit = _shapes.get(id(profile))
+    if hit is None or hit[0] is not profile or hit[1] != profile:
+        shape = _checked(job_id, job, profile)
+        if isinstance(shape, Rejection):
+            return shape
+        if len(_shapes) >= _SHAPES_MAX:
+            _shapes.clear()
+        hit = _shapes[id(profile)] = (profile, copy.deepcopy(profile), shape)
+    return _assemble(job_id, name, hit[2])
+
+
+def _assemble(job_id: str, name: str, shape: _Shape) -> client.V1Pod:
+    # Copies of validated templates: every value was checked, and constructing the client's models
+    # field by field costs ~15x more, which shows at 10,000 pods.
+    meta = {"name": name, "namespace": NAMESPACE, "annotations": {JOB_ID_ANNOTATION: job_id}}
+    if shape.labels:
+        meta["labels"] = dict(shape.labels)
+    spec = _SPEC.model_copy(update={**shape.spec, "containers": [shape.container]})
+    return _POD.model_copy(update={"metadata": _META.model_copy(update=meta), "spec": spec})
+
+
+def _checked(job_id: str, job: dict[str, Any] | None, profile: dict[str, Any] | None) -> _Shape | Rejection:
     def reject(field: str, value: Any, expected: str) -> Rejection:
         return Rejection(job_id, field, repr(value), expected)
 
@@ -337,22 +386,9 @@ def pod_from_job(
     if spread:
         spec["topology_spread_constraints"] = built["topologySpreadConstraints"]
 
-    # Copies of validated templates: every value was checked above, and constructing the client's
-    # models field by field costs ~15x more, which shows at 10,000 pods.
-    container = _CONTAINER.model_copy(
-        update={
-            "resources": _RESOURCES.model_copy(
-                update={"requests": requests or None, "limits": limits or None}
-            )
-        }
-    )
-    meta = {"name": name, "namespace": NAMESPACE, "annotations": {JOB_ID_ANNOTATION: job_id}}
-    if labels:
-        meta["labels"] = dict(labels)
-    spec["containers"] = [container]
-    return _POD.model_copy(
-        update={"metadata": _META.model_copy(update=meta), "spec": _SPEC.model_copy(update=spec)}
-    )
+    resources = _RESOURCES.model_copy(update={"requests": requests or None, "limits": limits or None})
+    container = _CONTAINER.model_copy(update={"resources": resources})
+    return _Shape(spec, container, dict(labels) if labels else None)
 
 
 _CONTAINER = client.V1Container(name="job", image="batkube/delay")

@@ -11,10 +11,8 @@ seconds on a shared 2-core machine are noise.
 from __future__ import annotations
 
 import argparse
-import compileall
 import importlib.util
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -22,15 +20,9 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-BENCH = ROOT.parent / "shared" / "bench"
+from _runs import BENCH, ROOT, compile_package, free_endpoint
+
 KERNELS = "batkube_py.scheduler._kernels"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def one_run(
@@ -38,8 +30,7 @@ def one_run(
 ) -> tuple[float, float, int, float, float]:
     """(wall seconds, decision process peak RSS in MiB, Batsim exit code, CPU seconds of the decision
     process, CPU seconds of the peer)."""
-    port = free_port()
-    endpoint = f"tcp://127.0.0.1:{port}"
+    endpoint = free_endpoint()
     with tempfile.TemporaryDirectory() as out:
         dp = subprocess.Popen(
             [*dp_cmd, endpoint], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=out
@@ -67,9 +58,7 @@ def main() -> None:
     ap.add_argument("--batsim", default=str(ROOT / "tests" / "batsim_double" / "batsim"))
     ap.add_argument("--repeat", type=int, default=1)
     args = ap.parse_args()
-    # An installed package carries its bytecode (pip and nix compile it); an editable checkout under
-    # PYTHONDONTWRITEBYTECODE (set on these machines) would recompile ~80 modules at every start.
-    compileall.compile_dir(ROOT / "batkube_py", quiet=1)
+    compile_package()
     adapter = [sys.executable, "-m", "batkube_py.cli", "serve", "--idle-timeout", "120", "--socket"]
     baseline = [sys.executable, str(BENCH / "fcfs_baseline.py"), "--no-log", "--endpoint"]
     rows = []

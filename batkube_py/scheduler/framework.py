@@ -8,6 +8,7 @@ the interfaces they need; `CycleState` carries what a PreFilter/PreScore compute
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -150,6 +151,7 @@ def _nominated_for(pod: PodInfo, nodes: NodeTable) -> dict[int, list[PodInfo]]:
     return out
 
 
+@functools.lru_cache(maxsize=64)  # asked once per cycle with the same few arguments
 def num_feasible_nodes_to_find(n: int, percentage: int) -> int:
     """schedule_one.go numFeasibleNodesToFind: all nodes below 100, else an adaptive share (≥ 5 %)."""
     if n < 100 or percentage >= 100:

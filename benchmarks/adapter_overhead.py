@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""The adapter's overhead over the physical limit: Batsim running the same schedule with a decision
+process that costs nothing.
+
+For each workload and repetition, back to back: `batkube run --transcript` (Batsim quiet, as `batkube
+run` starts it), then the same Batsim command against `batkube replay` of that transcript (a REP socket
+answering message i with recorded reply i). The two schedules must be identical (out_jobs.csv, and
+out_schedule.csv without its wall-clock columns). Wall time is each side's whole command, decision
+process start-up included; CPU comes from the children's resource usage (wait4) and, for the split
+between the adapter and the Batsim it starts, from summary.json.
+
+    python benchmarks/adapter_overhead.py [--batsim double|CMD] [--repeat N] [--workload W ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _runs import BENCH, ROOT, compile_package, free_endpoint
+
+from batkube_py.run import RunConfig, batsim_command, find_batsim
+
+WALL_CLOCK = {"scheduling_time", "simulation_time"}  # out_schedule.csv columns measured in real seconds
+
+
+def waited(proc: subprocess.Popen) -> tuple[int, float, float]:
+    """(exit code, CPU seconds, peak RSS MiB) of a child, reaped with its resource usage."""
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return proc.returncode, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
+def schedule(out: Path) -> tuple[list[list[str]], list[list[str]]]:
+    jobs = sorted(csv.reader((out / "out_jobs.csv").open()))
+    rows = list(csv.reader((out / "out_schedule.csv").open()))
+    keep = [i for i, name in enumerate(rows[0]) if name not in WALL_CLOCK]
+    return jobs, [[r[i] for i in keep] for r in rows]
+
+
+def adapter_run(cfg: RunConfig, tmp: Path, transcript: Path) -> dict:
+    cmd = [sys.executable, "-m", "batkube_py.cli", "run", "-p", str(cfg.platform), "-w", str(cfg.workload),
+           "-o", str(tmp / "run"), "--batsim", cfg.batsim or "double", "--no-progress",
+           "--transcript", str(transcript), *(f"--batsim-arg={a}" for a in cfg.batsim_args)]  # fmt: skip
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    err = proc.stderr.read() if proc.stderr else b""
+    rc, cpu, _ = waited(proc)
+    wall = time.perf_counter() - start
+    if rc != 0:
+        sys.exit(f"batkube run failed ({rc}): {err.decode(errors='replace')[-500:]}")
+    summary = json.loads((tmp / "run" / "summary.json").read_text())
+    return {"wall": wall, "cpu_total": cpu, "adapter_cpu": summary["adapter_cpu_seconds"],
+            "batsim_cpu": summary["batsim_cpu_seconds"], "out": tmp / "run"}  # fmt: skip
+
+
+def replay_run(cfg: RunConfig, tmp: Path, transcript: Path) -> dict:
+    out = tmp / "replay"
+    out.mkdir()
+    endpoint = free_endpoint()
+    batsim = batsim_command(find_batsim(cfg.batsim), cfg, endpoint, out / "out")
+    start = time.perf_counter()
+    replayer = [sys.executable, "-m", "batkube_py.transcript", str(transcript), "--socket", endpoint]
+    dp = subprocess.Popen(replayer, cwd=out, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    sim = subprocess.Popen(batsim, cwd=out, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    sim_rc, sim_cpu, _ = waited(sim)
+    err = dp.stderr.read() if dp.stderr else b""
+    dp_rc, dp_cpu, _ = waited(dp)
+    wall = time.perf_counter() - start
+    if dp_rc != 0 or sim_rc != 0:
+        sys.exit(f"replay failed (replayer {dp_rc}, Batsim {sim_rc}): {err.decode(errors='replace')[-500:]}")
+    return {"wall": wall, "replayer_cpu": dp_cpu, "batsim_cpu": sim_cpu, "out": out}
+
+
+def pair(cfg: RunConfig) -> tuple[dict, dict]:
+    with tempfile.TemporaryDirectory(prefix="batkube-overhead-") as name:
+        tmp = Path(name)
+        transcript = tmp / "transcript"
+        live = adapter_run(cfg, tmp, transcript)
+        zero = replay_run(cfg, tmp, transcript)
+        if schedule(live["out"]) != schedule(zero["out"]):
+            sys.exit(f"{cfg.workload.name}: the replay's schedule differs from the adapter's")
+    return live, zero
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--platform", type=Path, default=BENCH / "k8s_1000nodes.xml")
+    ap.add_argument("--workload", type=Path, action="append",
+                    help="repeatable (default: k8s_10k_jobs.json and k8s_10k_jobs_overload.json)")
+    ap.add_argument("--batsim", default="double", help="Batsim command, or `double` (the default)")
+    ap.add_argument("--batsim-log", action="store_true", help="Batsim logs every message (both sides)")
+    ap.add_argument("--repeat", type=int, default=1)
+    args = ap.parse_args()
+    compile_package()
+    workloads = args.workload or [BENCH / "k8s_10k_jobs.json", BENCH / "k8s_10k_jobs_overload.json"]
+    extra = () if not args.batsim_log else ("-v", "information")
+    print(f"Batsim: {' '.join(find_batsim(args.batsim))}; platform {args.platform.name}", flush=True)
+    for workload in workloads:
+        cfg = RunConfig(platform=args.platform, workload=workload, out=Path("."), batsim=args.batsim,
+                        batsim_args=extra)  # fmt: skip
+        ratios = []
+        for i in range(args.repeat):
+            live, zero = pair(cfg)
+            ratios.append(live["wall"] / zero["wall"])
+            print(
+                f"{workload.name} pair {i + 1}: batkube run {live['wall']:6.2f} s "
+                f"(adapter cpu {live['adapter_cpu']:5.2f} s, Batsim cpu {live['batsim_cpu']:5.2f} s) | "
+                f"replay {zero['wall']:6.2f} s (replayer cpu {zero['replayer_cpu']:4.2f} s, "
+                f"Batsim cpu {zero['batsim_cpu']:5.2f} s) | ratio {ratios[-1]:.2f}x; schedules identical",
+                flush=True,
+            )
+        print(f"{workload.name}: adapter overhead (median of {len(ratios)} pair ratio(s)) "
+              f"{statistics.median(ratios):.2f}x", flush=True)  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
