@@ -25,4 +25,17 @@ test -s runs/burst/pods.csv
 batkube controlplane build --help > help.txt
 grep -q 'kube-scheduler' help.txt
 BATKUBE_CACHE="$work/cache" python -c "from batkube_py.controlplane import build; build.sources()"  # Go sources in the wheel
+# The packaged experiments run by name. Their inputs come from BATKUBE_DATA_DIR (CI: ../shared) by file
+# name; a folder holding only the platform shows that the thesis's reference runs are not needed (their
+# published figures stand in, cited).
+batkube experiment list | grep -q '^burst '
+if [ -n "${BATKUBE_DATA_DIR:-}" ]; then
+  mkdir data
+  cp "$(python -c 'from batkube_py import datasets; print(datasets.path("platform_graphene_16nodes.xml"))')" data/
+  BATKUBE_DATA_DIR="$work/data" BATKUBE_OFFLINE=1 batkube experiment run burst --variant embedded -r 1 -j 1 \
+    -o exp --no-progress | tee exp.txt
+  grep -q '2220.0 / 985.5' exp.txt && grep -q '2467.2 ± 26.8 / 1076.7 ± 10.0 (published' exp.txt
+else
+  echo "wheel: BATKUBE_DATA_DIR not set, \`batkube experiment run burst\` NOT checked" >&2
+fi
 echo "wheel: installed outside the checkout, README's first command and controlplane build --help work"

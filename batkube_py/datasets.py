@@ -151,11 +151,11 @@ def _download(ds: Dataset, dest: Path, folder: Path | None) -> None:
 
 def _extract(ds: Dataset, dest: Path) -> None:
     """swf-tools cuts the window out of the source trace (the jobs submitted in it, as evalys does)."""
-    from swf_tools.extract import Period, extract_period
+    from swf_tools.extract import extract_period, measure_period
     from swf_tools.swf import parse_swf, write_swf
 
     assert ds.source is not None and ds.window is not None
     trace = parse_swf(path(ds.source))
     begin, end = ds.window
-    header, jobs = extract_period(trace, Period(begin, end, 0.0, 0.0, 0))
+    header, jobs = extract_period(trace, measure_period(trace, begin, end))
     write_swf(dest, header, jobs)

@@ -115,6 +115,16 @@ def find_periods(trace: SwfTrace, period_seconds: float, utilisation: float, var
     return PeriodSearch(periods, candidates, rejected, procs)
 
 
+def measure_period(trace: SwfTrace, begin: float, end: float, max_procs: int | None = None) -> Period:
+    """A period given by its bounds (a published extract's window), measured as find_periods measures the
+    ones it finds, so that the header written with it states the period's real utilisation."""
+    procs = _max_procs(trace, max_procs)
+    utilisation = mean_utilisation(utilisation_jobs(trace.jobs), begin, end, procs)
+    submit = trace.jobs["submission_time"].to_numpy(dtype=float)
+    nb_jobs = int(((submit >= begin) & (submit < end)).sum())
+    return Period(begin, end, utilisation, float("nan"), nb_jobs)
+
+
 def _candidate_count(workload, hours: float, seed: int | None) -> int:
     """How many periods evalys examined (it skips its first and last candidate), for the user's report."""
     if seed is not None:

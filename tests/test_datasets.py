@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from batkube_py import datasets
+from swf_tools.stats import mean_utilisation, utilisation_jobs
+from swf_tools.swf import parse_swf
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 needs_shared = pytest.mark.skipif(not (SHARED / "traces").is_dir(), reason="../shared not available")
@@ -92,6 +94,12 @@ def test_the_kit_extract_is_cut_by_swf_tools_and_checked_job_for_job(monkeypatch
     monkeypatch.setenv("BATKUBE_DATA_DIR", str(source.parent))
     got = datasets.path("KIT-10-80.swf")
     assert datasets.job_rows(got.read_text()) == datasets.job_rows(extract)
+    # the header states the window's measured utilisation (it said 0.0000: an unmeasured Period)
+    trace = parse_swf(source)
+    begin, end = datasets.DATASETS["KIT-10-80.swf"].window
+    expected = mean_utilisation(utilisation_jobs(trace.jobs), begin, end, 24048)
+    note = next(line for line in got.read_text().splitlines() if line.startswith("; Note:"))
+    assert expected > 0.05 and f"mean utilisation {expected:.4f}" in note
     shutil.rmtree(tmp_path / "cache")
     source.write_text(extract.replace("\t13817\t", "\t13818\t", 1))  # one job's wait changed
     with pytest.raises(datasets.DataError, match="KIT-10-80.swf.*SHA-256 mismatch"):

@@ -24,8 +24,9 @@ def _run(out: Path, platform: Path, workload: Path, *extra: str) -> None:
 
 @pytest.fixture(scope="module")
 def mixed_run(tmp_path_factory) -> Path:
-    """3 nodes × 2 cpu; two 1-cpu jobs share a node, a 2-cpu job fits one node only, one job selects a
-    zone no node has (unschedulable, then rejected by the adapter), and a third wave waits for room."""
+    """3 nodes × 2 cpu; two 1-cpu jobs share a node, a 2-cpu job fits one node only, one job requires pod
+    affinity to pods that never exist (unschedulable, then rejected by the adapter), one selects a zone no
+    node has (refused at submission), and a third wave waits for room."""
     root = tmp_path_factory.mktemp("mixed")
     runner = CliRunner()
     platform = root / "p.xml"
@@ -36,9 +37,13 @@ def mixed_run(tmp_path_factory) -> Path:
     profiles = {
         "small": {"type": "delay", "delay": 50, "cpu": "1"},
         "big": {"type": "delay", "delay": 50, "cpu": "2", "memory": "3Gi"},
-        "lost": {"type": "delay", "delay": 50, "cpu": "1", "nodeSelector": {"zone": "nowhere"}},
-    }
-    kinds = ["small", "small", "big", "lost", "small", "big", "big"]
+        "lost": {"type": "delay", "delay": 50, "cpu": "1", "affinity": {"podAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": "none"}}, "topologyKey": "kubernetes.io/hostname"}
+            ]}}},
+        "nowhere": {"type": "delay", "delay": 50, "cpu": "1", "nodeSelector": {"zone": "nowhere"}},
+    }  # fmt: skip
+    kinds = ["small", "small", "big", "lost", "small", "big", "big", "nowhere"]
     jobs = [
         {"id": str(i), "subtime": 0, "res": 1, "profile": k, "walltime": 1000} for i, k in enumerate(kinds, 1)
     ]
@@ -77,9 +82,16 @@ def test_unschedulable_pod_says_why(mixed_run: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "unschedulable at its last attempt" in result.output
     assert "why it was not scheduled" in result.output
-    line = next(x for x in result.output.splitlines() if x.startswith("NodeAffinity"))
-    assert "didn't match Pod's node affinity/selector" in line and " 3 " in line
+    line = next(x for x in result.output.splitlines() if x.startswith("InterPodAffinity"))
+    assert "didn't match pod affinity rules" in line and " 3 " in line
     assert "node-0, node-1, node-2" in line
+
+
+def test_a_pod_refused_at_submission_says_why_without_attempts(mixed_run: Path) -> None:
+    result = explain(mixed_run, "8")
+    assert result.exit_code == 0, result.output
+    assert "no scheduling attempt recorded" in result.output
+    assert "its nodeSelector zone=nowhere matches no node" in result.output
 
 
 def test_json_is_the_whole_record(mixed_run: Path) -> None:

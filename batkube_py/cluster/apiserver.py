@@ -14,15 +14,16 @@ import logging
 import time
 import uuid
 
+import numpy as np
 from kubernetes import client
 
 from batkube_py import quantities
-from batkube_py.cluster import apicalls, base, expedite
+from batkube_py.cluster import apicalls, base, expedite, fit
 from batkube_py.cluster.apicalls import ApiCalls
 from batkube_py.cluster.base import BackendError, Binding, Unschedulable
 from batkube_py.controlplane.podwatch import PodWatch
 from batkube_py.protocol.reply import TIME_RESOLUTION
-from batkube_py.scheduler.snapshot import InvariantViolation
+from batkube_py.scheduler.snapshot import InvariantViolation, NodeTable
 from batkube_py.sync import MetricsSource, SchedulerUnresponsive, SettlePolicy, SyncOptions, TimeoutPolicy
 
 log = logging.getLogger(__name__)
@@ -55,6 +56,7 @@ class ApiServerCluster:
         )
         self.node_alloc = {n.metadata.name: quantities.allocatable(n.status.allocatable) for n in nodes}
         self.node_used: dict[str, list[int]] = {n: [0, 0, 0] for n in self.node_alloc}
+        self._labels = NodeTable(nodes)  # the empty cluster's labels, for nodeSelector / affinity
         self._empty_room = expedite.room(self.node_alloc, {n: [0, 0, 0] for n in self.node_alloc})
         self.requests: dict[str, tuple[int, int]] = {}
         self.priorities: dict[str, int] = {}
@@ -124,10 +126,10 @@ class ApiServerCluster:
         return self.scheduler_names is None or scheduler_name in self.scheduler_names
 
     def fits_empty_cluster(self, pod: client.V1Pod) -> str | None:
-        cpu, mem = quantities.pod_requests(pod)
-        if any(expedite.fits(expedite.Request(cpu, mem), f) for f in self._empty_room.values()):
-            return None
-        return quantities.unfit_reason(cpu, mem, [tuple(f) for f in self._empty_room.values()])
+        request = expedite.Request(*quantities.pod_requests(pod))
+        rooms = [tuple(f) for f in self._empty_room.values()]
+        ok = np.array([expedite.fits(request, f) for f in self._empty_room.values()], dtype=bool)
+        return fit.never_fits(pod, self._labels, ok, rooms)
 
     def add_pod(self, pod: client.V1Pod, job_id: str, now: float) -> None:
         if self.broken:

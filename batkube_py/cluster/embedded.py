@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 from kubernetes import client
 
-from batkube_py import quantities
 from batkube_py.cluster.base import Binding, Eviction, Unschedulable
+from batkube_py.cluster.fit import constraint_key, never_fits
 from batkube_py.scheduler.config import build_profiles, default_config
 from batkube_py.scheduler.framework import NODE_TAINT, POD_ADD, POD_DELETE, NodeChange, Profile
 from batkube_py.scheduler.plugins.noderesources import fits
@@ -50,8 +50,9 @@ class EmbeddedCluster:
         return scheduler_name in self.profiles
 
     def fits_empty_cluster(self, pod: client.V1Pod) -> str | None:
-        """Cached per request shape: workloads repeat a few shapes, and allocatable never changes."""
-        key = tuple(sorted((pod.spec.containers[0].resources.requests or {}).items()))
+        """Cached per request shape and node constraint: workloads repeat a few, and neither allocatable
+        nor node labels change."""
+        key = (tuple(sorted((pod.spec.containers[0].resources.requests or {}).items())), constraint_key(pod))
         if key not in self._too_big:
             self._too_big[key] = self._too_big_for_every_node(pod)
         return self._too_big[key]
@@ -62,8 +63,6 @@ class EmbeddedCluster:
         ok = fits(info.milli_cpu, info.memory, t.alloc_cpu, t.alloc_mem, t.alloc_pods, t.mem_limited)
         for name, amount in info.extended.items():
             ok &= t.alloc_ext[name] >= amount if name in t.alloc_ext else False
-        if len(t) and ok.any():
-            return None
         most = {k: int(t.alloc_ext[k].max(initial=0)) if k in t.alloc_ext else 0 for k in info.extended}
         extra = [
             f"extended resource {k}={v} exceeds every node's (max {most[k]})"
@@ -72,7 +71,7 @@ class EmbeddedCluster:
         ]
         mem = np.where(t.mem_limited, t.alloc_mem, np.inf)
         rooms = list(zip(t.alloc_cpu.tolist(), mem.tolist(), t.alloc_pods.tolist(), strict=True))
-        return quantities.unfit_reason(info.milli_cpu, info.memory, rooms, extra)
+        return never_fits(pod, t, ok, rooms, extra)
 
     def add_pod(self, pod: client.V1Pod, job_id: str, now: float) -> None:
         info = pod_info(pod, job_id, now, self.queue.next_seq())

@@ -22,6 +22,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel
 
+from batkube_py import safeyaml
 from batkube_py.controlplane import build, pki
 
 DEFAULT_SCHEDULER_CONFIG = {
@@ -216,9 +217,9 @@ class ControlPlane:
         doc = dict(DEFAULT_SCHEDULER_CONFIG)
         if user_config is not None:
             try:
-                doc = yaml.safe_load(user_config.read_text())
-            except (OSError, yaml.YAMLError) as exc:
-                raise ControlPlaneError(f"cannot read --scheduler-config {user_config}: {exc}") from None
+                doc = safeyaml.load_file(user_config)
+            except safeyaml.YamlError as exc:
+                raise ControlPlaneError(f"--scheduler-config: {exc}") from None
             if not isinstance(doc, dict) or doc.get("kind") != "KubeSchedulerConfiguration":
                 raise ControlPlaneError(f"{user_config} is not a KubeSchedulerConfiguration document")
         doc.setdefault("clientConnection", {})["kubeconfig"] = str(st.kubeconfig)

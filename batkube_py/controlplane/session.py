@@ -13,10 +13,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import yaml
 from kubernetes import client, config
 from pydantic import BaseModel
 
+from batkube_py import safeyaml
 from batkube_py.controlplane.manager import ControlPlane, ControlPlaneError
 from batkube_py.decision import BackendFactory
 from batkube_py.sync import SyncOptions
@@ -40,7 +40,12 @@ class ApiServerConfig(BaseModel):
 def scheduler_facts(scheduler_config: Path | None) -> tuple[set[str], float]:
     """The profiles' schedulerNames and podMaxBackoffSeconds of a KubeSchedulerConfiguration
     (upstream's defaults without one)."""
-    doc = (yaml.safe_load(scheduler_config.read_text()) if scheduler_config else None) or {}
+    try:
+        doc = (safeyaml.load_file(scheduler_config) if scheduler_config else None) or {}
+    except safeyaml.YamlError as exc:
+        raise ControlPlaneError(f"--scheduler-config: {exc}") from None
+    if not isinstance(doc, dict):
+        raise ControlPlaneError(f"--scheduler-config {scheduler_config}: not a KubeSchedulerConfiguration")
     names = {p.get("schedulerName", DEFAULT_SCHEDULER) for p in doc.get("profiles") or [{}]}
     return names, float(doc.get("podMaxBackoffSeconds", 10))
 

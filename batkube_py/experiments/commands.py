@@ -22,7 +22,7 @@ def _vars(items: tuple[str, ...]) -> dict[str, str]:
     return out
 
 
-def _command(file: Path, **options: object) -> str:
+def _command(file: str, **options: object) -> str:
     """The command line as the user could retype it (recorded in report.md next to the numbers)."""
     argv = ["batkube", "experiment", "run", str(file)]
     for name, value in options.items():
@@ -35,11 +35,29 @@ def _command(file: Path, **options: object) -> str:
 
 @click.group("experiment")
 def experiment() -> None:
-    """Declarative experiments (experiments/*.yaml): run, resume, tabulate, plot."""
+    """Declarative experiments (packaged, or YAML files): list, check, run, resume, tabulate, plot."""
+
+
+def _locate(name_or_path: str) -> Path:
+    from batkube_py.experiments.spec import SpecError, locate
+
+    try:
+        return locate(name_or_path)
+    except SpecError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+@experiment.command("list")
+def list_cmd() -> None:
+    """The experiments packaged with batkube-py (run one with `batkube experiment run NAME`)."""
+    from batkube_py.experiments.spec import packaged
+
+    for name, path in packaged().items():
+        click.echo(f"{name:10} {path}")
 
 
 @experiment.command("run")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("file", metavar="NAME|FILE")
 @click.option(
     "--out",
     "-o",
@@ -89,7 +107,8 @@ def experiment() -> None:
 def run_cmd(
     file, out, jobs, executor, address, batsim, repetitions, variants, cases, var_items, progress
 ) -> None:
-    """Run the experiment FILE (resuming finished runs), then write its tables and figures.
+    """Run an experiment (a packaged one by NAME: burst, spaced, kit, table41, sweeps, scale; or a YAML
+    FILE), resuming finished runs, then write its tables and figures.
 
     Outputs in OUT: runs/<case>/<variant>/rep<i>/ (every run), runs.csv, table.md, report.md,
     <case>/comparison.* and figures, sweeps/*.csv|png|svg. Exits non-zero if a run failed
@@ -100,6 +119,7 @@ def run_cmd(
     from batkube_py.run import exit_on_sigterm
 
     exit_on_sigterm()  # the run in progress is stopped with the runner (worker.py), not left behind
+    path = _locate(file)
 
     opts = Options(
         out=out,
@@ -127,7 +147,7 @@ def run_cmd(
     if jobs is not None:
         opts.jobs = jobs
     try:
-        outcome = run_experiment(file, opts)
+        outcome = run_experiment(path, opts)
     except (SpecError, ExperimentError) as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(outcome.table, nl=False)
@@ -141,20 +161,19 @@ def run_cmd(
 
 
 @experiment.command("check")
-@click.argument(
-    "files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path)
-)
+@click.argument("files", nargs=-1, required=True, metavar="NAME|FILE...")
 @click.option(
     "--var", "var_items", multiple=True, metavar="NAME=VALUE", help="Set a ${NAME} variable of the files."
 )
 def check_cmd(files, var_items) -> None:
-    """Validate experiment FILES without running anything (names the file and field at fault)."""
-    from batkube_py.experiments.spec import SpecError, load
+    """Validate experiments (packaged NAMEs or FILEs) without running anything (names the file and field
+    at fault)."""
+    from batkube_py.experiments.spec import SpecError, load, locate
 
     failed = False
     for f in files:
         try:
-            exp = load(f, _vars(var_items))
+            exp = load(locate(f), _vars(var_items))
         except SpecError as exc:
             click.echo(str(exc), err=True)
             failed = True

@@ -16,9 +16,9 @@ import numpy as np
 
 from batkube_py.analysis import compare as cmp
 from batkube_py.analysis.loading import AnalysisError
-from batkube_py.experiments import sweeps
+from batkube_py.experiments import sweeps, thesis
 from batkube_py.experiments.plan import Task, resolve
-from batkube_py.experiments.spec import Experiment
+from batkube_py.experiments.spec import Experiment, RunsReference
 
 
 @dataclass
@@ -29,6 +29,7 @@ class Outcome:
     files: list[Path] = field(default_factory=list)
     failed: list[tuple[Task, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    missing: list[tuple[str, RunsReference]] = field(default_factory=list)  # (case, reference) not at hand
 
 
 def _fmt(values: list[float], digits: int) -> str:
@@ -79,14 +80,33 @@ def write_runs_csv(tasks: list[Task], results: dict[Path, dict[str, Any]], path:
             )
 
 
-def _case_groups(exp: Experiment, case_name: str, base: Path, tasks: list[Task], results: dict) -> list:
+def _references(exp: Experiment, case_name: str, base: Path, outcome: Outcome) -> list[tuple[str, list]]:
+    """The reference groups whose runs are at hand; for the others a note, and the thesis's published
+    figures in the summary when the reference names them (`published:`), never a failed report."""
     case = next(c for c in exp.cases if c.name == case_name)
     plan: list[tuple[str, list[Path]]] = []
     for ref in case.references:
         paths: list[Path] = []
-        for pattern in ref.runs:
-            paths += cmp.expand(str(resolve(pattern, base)))
+        try:
+            for pattern in ref.runs:
+                paths += cmp.expand(str(resolve(pattern, base)))
+        except AnalysisError as exc:
+            stand_in = "; the thesis's published figures are shown instead" if ref.published else ""
+            outcome.notes.append(
+                f"{case_name}: reference {ref.label!r} not available ({exc}; set BATKUBE_DATA_DIR or "
+                f"--var shared=PATH to a copy of the reference runs){stand_in}"
+            )
+            outcome.missing.append((case_name, ref))
+            continue
         plan.append((ref.label, paths))
+    return plan
+
+
+def _case_groups(
+    exp: Experiment, case_name: str, base: Path, tasks: list[Task], results: dict, outcome: Outcome
+) -> list:
+    plan = _references(exp, case_name, base, outcome)
+    case = next(c for c in exp.cases if c.name == case_name)
     for v in exp.variants_of(case):
         if v.sweep is not None:
             continue
@@ -136,7 +156,7 @@ def build(exp: Experiment, base: Path, out: Path, tasks: list[Task], results: di
         groups = []
         if exp.table.compare:
             try:
-                groups = _case_groups(exp, name, base, tasks, results)
+                groups = _case_groups(exp, name, base, tasks, results, outcome)
             except AnalysisError as exc:
                 outcome.notes.append(f"{name}: comparison skipped, the analysis could not read a run: {exc}")
         if not groups:
@@ -150,6 +170,11 @@ def build(exp: Experiment, base: Path, out: Path, tasks: list[Task], results: di
                 rows.setdefault(name, {})[g.label] = " / ".join(
                     _fmt([x[k] for x in g.metrics if x.get(k) is not None], exp.table.digits) for k in metrics
                 )
+        for case, ref in outcome.missing:
+            if case == name:
+                columns.append(ref.label) if ref.label not in columns else None
+                cell = thesis.cell(ref.published, metrics, exp.table.digits) if ref.published else None
+                rows.setdefault(name, {})[ref.label] = cell or "reference not available"
         for v in exp.variants:
             done = [t for t in tasks if t.case == name and t.variant == v.name]
             if v.sweep is not None and done:
@@ -160,6 +185,7 @@ def build(exp: Experiment, base: Path, out: Path, tasks: list[Task], results: di
                     for r in c.sweep_references
                     if r.parameter == v.sweep.parameter
                 ]
+                refs = _available_sweep_refs(name, refs, base, outcome)
                 baselines = {g.label: g.metrics for g in groups}
                 outcome.files += sweeps.write(v, name, done, results, refs, base, baselines, out / "sweeps")
         for t in tasks:
@@ -176,6 +202,8 @@ def build(exp: Experiment, base: Path, out: Path, tasks: list[Task], results: di
                         and results.get(u.out, {}).get("status") == "failed"
                     )
                     rows[name][label] = f"{cell} ({n} failed)"
+    if any(ref.published for _, ref in outcome.missing):
+        outcome.notes.append(f"published figures: {thesis.CITATION}")
     header = " / ".join(k.replace("_", " ") for k in metrics)
     table = [f"| case ({header}) | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
     table += [
@@ -187,6 +215,17 @@ def build(exp: Experiment, base: Path, out: Path, tasks: list[Task], results: di
     resources = _resources(exp, tasks, results) if exp.measure_resources else ""
     _report_md(exp, out, command, outcome, sections, resources)
     return outcome
+
+
+def _available_sweep_refs(case: str, refs: list, base: Path, outcome: Outcome) -> list:
+    """Published sweep CSVs at hand; a missing one is a note, the sweep figure is drawn without it."""
+    missing = [r for r in refs if not resolve(r.csv, base).is_file()]
+    outcome.notes += [
+        f"{case}: sweep reference {r.label!r} ({r.parameter}) not available: {resolve(r.csv, base)} does not "
+        "exist (set BATKUBE_DATA_DIR or --var shared=PATH)"
+        for r in missing
+    ]
+    return [r for r in refs if r not in missing]
 
 
 def _resources(exp: Experiment, tasks: list[Task], results: dict) -> str:

@@ -4,8 +4,9 @@ Validation happens here, at the edge, so that a typo in a 200-run sweep fails be
 names the file and the field (``experiments/kit.yaml: variants.1.sync.timeout_value: ...``), instead of
 surfacing as a failed run an hour later.
 
-Strings may use ``${name}`` variables (``vars:`` in the file, overridable with ``--var name=value``) and
-``${data:NAME}``, a public input fetched by name and verified (batkube_py.datasets);
+Strings may use ``${name}`` variables (``vars:`` in the file, overridable with ``--var name=value``; the
+built-in ``${data_dir}``) and ``${data:NAME}``, a public input fetched by name and verified
+(batkube_py.datasets);
 relative paths are resolved against the experiment file's directory, so a file works from any cwd.
 """
 
@@ -25,7 +26,8 @@ from pydantic import (
     model_validator,
 )
 
-from batkube_py import safeyaml
+from batkube_py import datasets, safeyaml
+from batkube_py.experiments import thesis
 
 SWEEPABLE = (
     "timeout_value",
@@ -65,10 +67,12 @@ class Generated(_Model):
 
 
 class RunsReference(_Model):
-    """Runs made elsewhere (the thesis's emulated k3s runs, the original Batkube's) shown as a group."""
+    """Runs made elsewhere (the thesis's emulated k3s runs, the original Batkube's) shown as a group; when
+    they are not at hand, the thesis's `published` figures for them (experiments/thesis.py) stand in."""
 
     label: str
     runs: list[str] = Field(min_length=1, description="jobs CSVs, run directories or globs")
+    published: Literal[tuple(thesis.TABLE_4_1)] | None = None  # type: ignore[valid-type]
 
 
 class SweepReference(_Model):
@@ -192,8 +196,6 @@ def _substitute(node: object, env: dict[str, str], where: str) -> object:
             return env[m.group(1)]
 
         def data(m: re.Match) -> str:
-            from batkube_py import datasets
-
             try:
                 return str(datasets.path(m.group(1)))
             except datasets.DataError as exc:
@@ -215,8 +217,36 @@ def _errors(path: Path, exc: ValidationError) -> str:
     return "\n".join(lines)
 
 
+PACKAGED = Path(__file__).with_name("files")
+
+
+def packaged() -> dict[str, Path]:
+    """The experiments shipped with batkube-py (package data: they run from a wheel), by name."""
+    return {p.stem: p for p in sorted(PACKAGED.glob("*.yaml"))}
+
+
+def locate(name_or_path: str) -> Path:
+    """An experiment file as given, or the packaged experiment of that name (`batkube experiment run
+    burst`)."""
+    path = Path(name_or_path)
+    if path.is_file():
+        return path
+    known = packaged()
+    if name_or_path in known:
+        return known[name_or_path]
+    raise SpecError(
+        f"{name_or_path}: no such experiment file, nor a packaged experiment (known: {', '.join(known)})"
+    )
+
+
+def builtins() -> dict[str, str]:
+    """Variables every file may use: ${data_dir}, the offline folder (BATKUBE_DATA_DIR) if set, else the
+    download cache; the thesis's reference runs are looked for under it."""
+    return {"data_dir": str(datasets.offline_dir() or datasets.cache_dir())}
+
+
 def load(path: Path, overrides: dict[str, str] | None = None) -> Experiment:
-    """Parses, substitutes variables (file defaults < overrides) and validates an experiment file."""
+    """Parses, substitutes variables (built-ins < file defaults < overrides) and validates a file."""
     try:
         doc = safeyaml.load_file(path)
     except safeyaml.YamlError as exc:
@@ -226,7 +256,8 @@ def load(path: Path, overrides: dict[str, str] | None = None) -> Experiment:
     raw_vars = doc.get("vars") or {}
     if not isinstance(raw_vars, dict):
         raise SpecError(f"{path}: vars: expected a mapping of name: value")
-    env = {str(k): str(v) for k, v in raw_vars.items()}
+    env = builtins()
+    env.update({str(k): str(v) for k, v in raw_vars.items()})
     env.update(overrides or {})
     for name in env:  # a variable may use the ones before it (kit_swf: ${shared}/reference/...)
         env[name] = str(_substitute(env[name], env, f"vars.{name}"))

@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from batkube_py import safeyaml
 from batkube_py.scheduler.framework import Plugin, PreemptionArgs, Profile
 from batkube_py.scheduler.pluginargs import ARGS, DefaultPreemptionArgs
 from batkube_py.scheduler.plugins import REGISTRY, build_plugin
@@ -153,10 +153,11 @@ def _path(loc: tuple) -> str:
 
 
 def load_config(path: str | Path) -> SchedulerConfig:
+    """Bounded like all user YAML (safeyaml: aliases, depth, encoding): a hostile file fails in one line."""
     try:
-        doc = yaml.safe_load(Path(path).read_text())
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not YAML ({exc})") from None
+        doc = safeyaml.load_file(Path(path))
+    except safeyaml.YamlError as exc:
+        raise ConfigError(str(exc)) from None
     return parse_config(doc if doc is not None else {})
 
 
