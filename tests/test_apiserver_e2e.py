@@ -1,7 +1,8 @@
 """`batkube run --backend apiserver`: the real, unmodified kube-scheduler (and others) in simulated time.
 
-Acceptance: burst and spaced on the thesis's graphene platform give the ideal makespan / mean wait
-(2210 / 979.2 and 2280 / 57.6) within 1 %, with no over-allocation and no lost job.
+Acceptance: burst and spaced on the thesis's graphene platform give what the embedded twin gives under the
+same per-instant semantics (the ideal 2210 / 979.2 and 2280 / 57.6 plus 0.02 s per decision instant,
+docs/protocol.md), with no over-allocation and no lost job.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 from apiserver_support import ROOT, WORKLOADS, run_cli, start, workload
 
-IDEAL = {"200_delay170.json": (2210.0, 979.2), "spaced_200_delay170.json": (2280.0, 57.6)}
+IDEAL = {"200_delay170.json": (2210.26, 979.335), "spaced_200_delay170.json": (2280.26, 57.7352)}
 
 
 @pytest.fixture(scope="module")
@@ -38,8 +39,8 @@ def test_kube_scheduler_matches_the_ideal(controlplane, tmp_path: Path, name: st
     )
     assert code == 0, output
     makespan, wait = IDEAL[name]
-    assert s["makespan"] == pytest.approx(makespan, rel=0.01)
-    assert s["mean_waiting_time"] == pytest.approx(wait, rel=0.01)
+    assert s["makespan"] == pytest.approx(makespan, abs=0.01)
+    assert s["mean_waiting_time"] == pytest.approx(wait, abs=0.01)
     assert s["over_allocations"] == 0
     assert s["jobs_succeeded"] == s["jobs_total"] == 200
     assert s["jobs_unfinished"] == 0 and s["jobs_rejected"] == 0
