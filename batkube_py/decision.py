@@ -18,6 +18,7 @@ from kubernetes import client
 from procset import ProcSet
 
 from batkube_py import translate
+from batkube_py.cluster import fit
 from batkube_py.cluster.base import Backend, BackendError
 from batkube_py.disruption import Disruptions
 from batkube_py.instant import ADD, DELETE, NODES, Cycles
@@ -216,6 +217,9 @@ class DecisionProcess:
         if too_big is not None:
             asked = " ".join(f"{k}={v}" for k, v in sorted(requests.items())) or "-"
             why = translate.Rejection(job_id, "requests", asked, f"requests a node can hold, but {too_big}")
+            if too_big.startswith("its ") and (wants := fit.node_constraint(pod)) is not None:
+                field = "nodeSelector" if wants.startswith("nodeSelector") else "affinity"
+                why = translate.Rejection(job_id, field, wants, f"node labels some node has, but {too_big}")
             return self._reject(record, reply, why)
         self._jobs[job_id] = (job, profile)
         self._stage(ts, ADD, job_id, lambda: self.backend.add_pod(pod, job_id, ts))

@@ -99,3 +99,4 @@ def test_a_run_rejects_the_unmatched_pod_with_the_selector_reason(tmp_path: Path
     reason = rows[0]["reason"]
     assert "nodeSelector disk=ssd matches no node" in reason
     assert "Insufficient" not in reason and "didn't match" not in reason and "0/2 nodes" not in reason
+    assert rows[0]["field"] == "nodeSelector" and rows[0]["value"] == "nodeSelector disk=ssd"
