@@ -16,8 +16,8 @@ from batkube_py.transcript import TranscriptError, TranscriptWriter, load, repla
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 DOUBLE = ROOT / "tests" / "batsim_double" / "batsim"
-PLATFORM = SHARED / "reference" / "platforms" / "3node_6core.xml"
-WORKLOAD = SHARED / "reference" / "workloads" / "spaced_150_delay200_varied_cpu.json"
+PLATFORM = (SHARED / "reference" / "platforms" / "3node_6core.xml").resolve()  # the run resolves links
+WORKLOAD = (SHARED / "reference" / "workloads" / "spaced_150_delay200_varied_cpu.json").resolve()
 
 
 def _run(out: Path, *extra: str):
