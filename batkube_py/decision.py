@@ -130,10 +130,10 @@ class DecisionProcess:
 
     def _stage(self, ts: float, kind: int, key: str, op: Callable[[], None] | None) -> None:
         """A cluster change for the next cycle (instant.py); a window opens when a cycle can decide
-        something: a pod to add, or pods pending."""
+        something: a pod to add, or pods pending (a staged add always has its window open)."""
         self.cycles.stage(ts, kind, key, op)
         if self.cycles.window is None and self.backend is not None:
-            if kind == ADD or self.cycles.adds or self.backend.pending():
+            if kind == ADD or self.backend.pending():
                 self.cycles.open(ts)
 
     # ---- Batsim events --------------------------------------------------------------------------

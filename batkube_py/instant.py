@@ -40,10 +40,6 @@ class Cycles:
         self.wake: float | None = None  # the wake-up asked for it (later than `window` if Batsim was late)
         self.backend_wake: float | None = None
 
-    @property
-    def adds(self) -> bool:
-        return any(op[1] == ADD for op in self._ops)
-
     def stage(self, ts: float, kind: int, key: str, op: Callable[[], None] | None) -> None:
         self._seq += 1
         self._ops.append((ts, kind, key, self._seq, op))

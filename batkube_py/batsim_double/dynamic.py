@@ -65,7 +65,8 @@ def _string_member(data: dict[str, Any], key: str, idx: int, etype: str) -> str:
     return value
 
 
-def _enabled_checks(ctx: Context, what: str) -> None:
+def _registration(ctx: Context, what: str, idx: int, data: Any) -> dict[str, Any]:
+    """Batsim's checks common to REGISTER_JOB and REGISTER_PROFILE, in its order; returns `data`."""
     check(
         ctx.options.dynamic_jobs,
         f"Invalid JSON message: dynamic {what} registration received but the option "
@@ -78,16 +79,18 @@ def _enabled_checks(ctx: Context, what: str) -> None:
         "option has been disabled (a registration_finished message have already been received)",
         P,
     )
+    check(
+        isinstance(data, dict),
+        f"Invalid JSON message: the 'data' value of event {idx} (REGISTER_{what.upper()}) should be an "
+        "object",
+        P,
+    )
+    return data
 
 
 def parse_register_job(ctx: Context, idx: int, data: Any) -> tuple[Any, ...]:
-    _enabled_checks(ctx, "job")
+    data = _registration(ctx, "job", idx, data)
     etype = "REGISTER_JOB"
-    check(
-        isinstance(data, dict),
-        f"Invalid JSON message: the 'data' value of event {idx} ({etype}) should be an object",
-        P,
-    )
     jid = _string_member(data, "job_id", idx, etype)
     split_job_identifier(jid)
     check(
@@ -107,13 +110,8 @@ def parse_register_job(ctx: Context, idx: int, data: Any) -> tuple[Any, ...]:
 
 
 def parse_register_profile(ctx: Context, idx: int, data: Any) -> tuple[Any, ...]:
-    _enabled_checks(ctx, "profile")
+    data = _registration(ctx, "profile", idx, data)
     etype = "REGISTER_PROFILE"
-    check(
-        isinstance(data, dict),
-        f"Invalid JSON message: the 'data' value of event {idx} ({etype}) should be an object",
-        P,
-    )
     wl = _string_member(data, "workload_name", idx, etype)
     name = _string_member(data, "profile_name", idx, etype)
     check(

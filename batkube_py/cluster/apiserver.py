@@ -385,15 +385,16 @@ class ApiServerCluster:
         none while another pod's simulated backoff may not have expired (the backoff queue must then
         drain in wall time)."""
         with self.watch.cond:
-            free, lowest = self._free()
+            room = None  # computed once, and only if a pod's simulated backoff may not have expired
             left = 0
             for n, v in self.watch.pods.items():
                 if v.node is None and v.kube:
                     if n in self._left:
                         left += 1
                     elif v.since >= 0 and not self._backed_off(v.since):
+                        room = room or self._free()
                         req = expedite.Request(*self.requests[n], self.priorities.get(n, 0))
-                        if not expedite.futile(req, free, lowest):
+                        if not expedite.futile(req, *room):
                             return 0
                         left += 1
             return left
