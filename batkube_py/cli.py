@@ -46,6 +46,7 @@ class _LazyGroup(click.Group):
         "compare": "batkube_py.analysis.commands:compare",
         "explain": "batkube_py.analysis.explain_view:explain",
         "replay": "batkube_py.transcript:replay_cmd",
+        "parity": "batkube_py.paritycmd:parity_cmd",
     }
 
     def list_commands(self, ctx: click.Context) -> list[str]:

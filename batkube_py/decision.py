@@ -424,4 +424,5 @@ class DecisionProcess:
             "jobs_resubmitted": self.disruptions.resubmitted,
             "unknown_events": self.unknown_events,
             "error": self.fatal,
+            **(self.backend.report() if self.backend is not None else {}),
         }

@@ -34,7 +34,8 @@ class SchedulerUnresponsive(RuntimeError):
 
 
 class SyncOptions(BaseModel):
-    policy: Literal["settle", "timeout"] = "settle"
+    # auto: paced when every pod is kube-scheduler's (whose /metrics the adapter reads), else settle
+    policy: Literal["auto", "paced", "settle", "timeout"] = "auto"
     metrics_url: str | None = Field(None, description="kube-scheduler /metrics (settle policy)")
     quiet: float = Field(0.05, description="s of pod silence that counts as 'done' without metrics")
     confirm: float = Field(0.0, description="s the metrics must stay settled (extra margin; fences suffice)")

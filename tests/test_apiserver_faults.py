@@ -216,7 +216,7 @@ def test_api_errors_are_retried_a_bounded_number_of_times():
     with pytest.raises(BackendError, match="422"):
         calls.all([("p", _Flaky(0), (), {}), ("q", _Flaky(1, 422), (), {})])
     calls.close()
-    assert SyncOptions().policy == "settle"
+    assert SyncOptions().policy == "auto"
 
 
 class _View:

@@ -19,6 +19,15 @@ log = logging.getLogger(__name__)
 TRANSIENT = (429, 500, 502, 503, 504)
 
 
+def transient(exc: ApiException) -> bool:
+    """Overload and restarts (429/5xx), and the Priority admission plugin refusing a pod whose
+    PriorityClass was created a moment ago (403 "no PriorityClass with name ... was found": its
+    informer has not seen the class yet)."""
+    if exc.status in TRANSIENT:
+        return True
+    return exc.status == 403 and "no PriorityClass with name" in str(exc.body or "")
+
+
 class ApiCalls:
     """Retries what a restarting apiserver or an overloaded one (429/5xx) makes fail, a bounded number
     of times, then fails with a clear error; remembers that an outage happened (the settle policy's
@@ -40,7 +49,7 @@ class ApiCalls:
             except ApiException as exc:
                 if exc.status in ok:
                     return None
-                if exc.status not in TRANSIENT or attempt == self.retries:
+                if not transient(exc) or attempt == self.retries:
                     raise BackendError(f"Kubernetes API: {what} failed: {exc.status} {exc.reason}") from None
             except (urllib3.exceptions.HTTPError, OSError) as exc:
                 self.outage = True

@@ -52,7 +52,7 @@ class ApiServerCluster:
         self.opts = sync
         metrics = MetricsSource(sync.metrics_url) if sync.metrics_url else None
         self.policy: SettlePolicy | TimeoutPolicy = (
-            SettlePolicy(sync, metrics) if sync.policy == "settle" else TimeoutPolicy(sync)
+            TimeoutPolicy(sync) if sync.policy == "timeout" else SettlePolicy(sync, metrics)
         )
         self.node_alloc = {n.metadata.name: quantities.allocatable(n.status.allocatable) for n in nodes}
         self.node_used: dict[str, list[int]] = {n: [0, 0, 0] for n in self.node_alloc}
@@ -134,19 +134,7 @@ class ApiServerCluster:
     def add_pod(self, pod: client.V1Pod, job_id: str, now: float) -> None:
         if self.broken:
             return
-        name = pod.metadata.name
-        pod.metadata.namespace = self.namespace
-        pod.spec.tolerations = [
-            *(pod.spec.tolerations or []),
-            client.V1Toleration(key=SIMULATED, operator="Exists", effect="NoSchedule"),
-        ]
-        pod.spec.automount_service_account_token = False
-        self.priorities[name] = pod.spec.priority or 0
-        if pod.spec.priority:  # the Priority admission plugin only accepts a value through a class
-            pod.spec.priority_class_name = self._priority_class(pod.spec.priority)
-        pod.spec.priority = None
-        self.requests[name] = quantities.pod_requests(pod)
-        self.specs[name] = pod
+        name = self._prepare(pod)
         kube = pod.spec.scheduler_name in self.kube_names
         if self._unfenced_deletes and isinstance(self.policy, SettlePolicy):
             try:
@@ -162,6 +150,24 @@ class ApiServerCluster:
             self._break(str(exc))
         if isinstance(self.policy, TimeoutPolicy):
             self.policy.reset()
+
+    def _prepare(self, pod: client.V1Pod) -> str:
+        """Make the job's pod one of this run's (namespace, toleration of the simulated nodes' taint,
+        priority through a PriorityClass) and remember what the adapter needs of it."""
+        name = pod.metadata.name
+        pod.metadata.namespace = self.namespace
+        pod.spec.tolerations = [
+            *(pod.spec.tolerations or []),
+            client.V1Toleration(key=SIMULATED, operator="Exists", effect="NoSchedule"),
+        ]
+        pod.spec.automount_service_account_token = False
+        self.priorities[name] = pod.spec.priority or 0
+        if pod.spec.priority:  # the Priority admission plugin only accepts a value through a class
+            pod.spec.priority_class_name = self._priority_class(pod.spec.priority)
+        pod.spec.priority = None
+        self.requests[name] = quantities.pod_requests(pod)
+        self.specs[name] = pod
+        return name
 
     def _priority_class(self, value: int) -> str:
         name = f"batkube-{self.run_id}-{'m' if value < 0 else ''}{abs(value)}"
@@ -241,14 +247,7 @@ class ApiServerCluster:
         for pod, node in self.watch.take_bindings(limit):
             if pod not in self.requests or pod in self.node_of:
                 continue
-            self.node_of[pod] = node
-            used, alloc, req = self.node_used[node], self.node_alloc[node], self.requests[pod]
-            used[0], used[1], used[2] = used[0] + req[0], used[1] + req[1], used[2] + 1
-            if used[0] > alloc[0] or (alloc[1] >= 0 and used[1] > alloc[1]) or used[2] > alloc[2]:
-                self._over += 1
-                log.error(
-                    "node %s over-allocated by the binding of %s: used %s of %s", node, pod, used, alloc
-                )
+            self._bound(pod, node)
             out.append(Binding(pod, node))
         self._wake = self.policy.next_wakeup(now, self)
         # a parked pod is retried only after an event that may help it (a delete, a node change, a
@@ -261,6 +260,16 @@ class ApiServerCluster:
         if self._over:
             raise InvariantViolation(f"{self._over} bindings over-allocated a node (see batkube.log)")
         return out
+
+    def _bound(self, name: str, node: str) -> None:
+        """Account the binding on its node, as the node's kubelet would; a binding beyond allocatable is
+        a scheduler bug the run reports (InvariantViolation)."""
+        self.node_of[name] = node
+        used, alloc, req = self.node_used[node], self.node_alloc[node], self.requests[name]
+        used[0], used[1], used[2] = used[0] + req[0], used[1] + req[1], used[2] + 1
+        if used[0] > alloc[0] or (alloc[1] >= 0 and used[1] > alloc[1]) or used[2] > alloc[2]:
+            self._over += 1
+            log.error("node %s over-allocated by the binding of %s: used %s of %s", node, name, used, alloc)
 
     def take_evictions(self) -> list[base.Eviction]:
         """Bound pods deleted by someone else (kube-scheduler preempting them): Batsim must kill them."""
@@ -299,6 +308,9 @@ class ApiServerCluster:
 
     def running(self) -> int:
         return len(self.node_of)
+
+    def report(self) -> dict:
+        return {}
 
     def over_allocations(self) -> int:
         return self._over

@@ -66,4 +66,7 @@ class Backend(Protocol):
 
     def over_allocations(self) -> int: ...
 
+    def report(self) -> dict:
+        """Backend-specific figures for summary.json (e.g. the paced backend's parity counts)."""
+
     def close(self) -> None: ...

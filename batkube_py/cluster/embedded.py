@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Protocol
+
 import numpy as np
 from kubernetes import client
 
 from batkube_py.cluster.base import Binding, Eviction, Unschedulable
 from batkube_py.cluster.fit import constraint_key, never_fits
 from batkube_py.scheduler.config import build_profiles, default_config
-from batkube_py.scheduler.framework import NODE_TAINT, POD_ADD, POD_DELETE, NodeChange, Profile
+from batkube_py.scheduler.framework import NODE_TAINT, POD_ADD, POD_DELETE, Decision, NodeChange, Profile
 from batkube_py.scheduler.plugins.noderesources import fits
 from batkube_py.scheduler.podinfo import PodInfo, pod_info
 from batkube_py.scheduler.preemption import preempt
@@ -17,7 +20,25 @@ from batkube_py.scheduler.record import DecisionRecorder
 from batkube_py.scheduler.snapshot import NodeTable
 
 
+@dataclass(frozen=True)
+class Outcome:
+    """What the scheduler that really decides (cluster/paced.py) did with a pod the queue popped."""
+
+    node: int | None
+    nominated: int | None = None  # a failed preemptor's nominated node
+    victims: tuple[str, ...] = ()  # the pods its preemption evicts
+
+
+class Attempts(Protocol):
+    def attempt(self, pod: PodInfo, twin: Decision, now: float) -> Outcome:
+        """Let the real scheduler try `pod` now, on the state this cluster mirrors; `twin` is the
+        twin's own decision for it on that state."""
+
+
 class EmbeddedCluster:
+    """The twin: queue, snapshot and framework. With `attempts`, the queue and its clock stay here but
+    each attempt is another scheduler's (the real kube-scheduler, paced by the simulated clock)."""
+
     def __init__(
         self,
         nodes: list[client.V1Node],
@@ -25,7 +46,9 @@ class EmbeddedCluster:
         profiles: list[Profile] | None = None,
         queue_config: QueueConfig | None = None,
         recorder: DecisionRecorder | None = None,
+        attempts: Attempts | None = None,
     ):
+        self.attempts = attempts
         self.nodes = NodeTable(nodes)
         self.profiles = {p.scheduler_name: p for p in (profiles or build_profiles(default_config(), seed))}
         registrations = {
@@ -119,17 +142,28 @@ class EmbeddedCluster:
             decision = profile.schedule_one(pod, self.nodes, self.recorder is not None)
             if self.recorder is not None:
                 self.recorder.write(decision, self.nodes, now, profile)
-            if decision.node is None:
+            node = decision.node
+            if self.attempts is not None:
+                outcome = self.attempts.attempt(pod, decision, now)
+                node = outcome.node
+                if node is None:
+                    # the twin's rejectors; all filters if it disagrees (any event may then help)
+                    rejected = decision.rejected_by if decision.node is None else profile.filter_names
+                    pod.rejected_by = rejected
+                    self._preempted(pod, outcome)
+                    self.queue.failed(pod, now)
+                    continue
+            elif node is None:
                 pod.rejected_by = decision.rejected_by
                 self._post_filter(profile, pod)
                 self.queue.failed(pod, now)
                 continue
             self.nodes.nominate(pod, None)
-            self.nodes.assume(decision.node, pod)
-            pod.node, pod.bound_at = decision.node, now
+            self.nodes.assume(node, pod)
+            pod.node, pod.bound_at = node, now
             self._running += 1
-            self.queue.event(POD_ADD, [decision.node], [pod])
-            bindings.append(Binding(pod.name, self.nodes.names[decision.node]))
+            self.queue.event(POD_ADD, [node], [pod])
+            bindings.append(Binding(pod.name, self.nodes.names[node]))
         self.queue.end_cycle()
         return bindings
 
@@ -164,6 +198,18 @@ class EmbeddedCluster:
                 self.nodes.nominate(other, None)
         self.nodes.nominate(pod, found.node)
 
+    def _preempted(self, pod: PodInfo, outcome: Outcome) -> None:
+        """The real PostFilter's bookkeeping, mirrored: victims terminating, the lower-priority pods
+        nominated to the node lose their nomination, the preemptor takes the nomination it was given."""
+        for name in outcome.victims:
+            if (victim := self.pods.get(name)) is not None:
+                victim.terminating = True
+        if outcome.nominated is not None and outcome.nominated != pod.nominated_node:
+            for other in list(self.nodes.nominated.get(outcome.nominated, {}).values()):
+                if other.priority < pod.priority:
+                    self.nodes.nominate(other, None)
+        self.nodes.nominate(pod, outcome.nominated)
+
     def take_evictions(self) -> list[Eviction]:
         out, self._evictions = self._evictions, []
         return out
@@ -191,6 +237,9 @@ class EmbeddedCluster:
 
     def running(self) -> int:
         return self._running
+
+    def report(self) -> dict:
+        return {}
 
     def over_allocations(self) -> int:
         return self.nodes.over_allocated()

@@ -127,10 +127,12 @@ def backend_options(f: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--sync",
             "sync_policy",
-            type=click.Choice(["settle", "timeout"]),
-            default="settle",
+            type=click.Choice(["auto", "paced", "settle", "timeout"]),
+            default="auto",
             show_default=True,
-            help="apiserver: wait until the scheduler is done, or Batkube's timeouts.",
+            help="apiserver: kube-scheduler tries each pod when its queue on the simulated clock would "
+            "(paced), or wait until any scheduler is done (settle), or Batkube's timeouts; auto: paced "
+            "when kube-scheduler serves every pod, else settle.",
         ),
         click.option(
             "--timeout-value", type=_seconds, default=0.020, show_default=True,

@@ -30,6 +30,7 @@ class PodView:
     stale: frozenset[str] = frozenset()  # UIDs of earlier incarnations (recreated pods)
     since: float = -1.0  # simulated time from which it has been pending in this incarnation
     kube: bool = True  # served by the kube-scheduler whose /metrics the settle policy reads
+    nominated: str | None = None  # status.nominatedNodeName (a preemptor waiting for its victims)
 
 
 class PodWatch:
@@ -80,8 +81,10 @@ class PodWatch:
                 if pod.spec.node_name and view.node is None:
                     view.node = pod.spec.node_name
                     self.bound.append((rv, name, view.node))
+                view.nominated = (pod.status.nominated_node_name if pod.status else None) or None
                 for c in (pod.status.conditions if pod.status else None) or []:
-                    if c.type == "PodScheduled" and c.status == "False":
+                    # SchedulingGated is the apiserver's mark of a gated pod, not a failed attempt
+                    if c.type == "PodScheduled" and c.status == "False" and c.reason != "SchedulingGated":
                         view.marked, view.reason = True, c.message or c.reason or ""
             self.last_event = time.monotonic()
             self.cond.notify_all()
@@ -99,6 +102,13 @@ class PodWatch:
                 return None
             self.pods[name] = PodView(kube=old.kube, stale=old.stale | {old.uid}, since=-1.0)
             return old
+
+    def retire(self, name: str, uid: str) -> None:
+        """The adapter deletes this incarnation of a pending pod: its late events are not the next one's."""
+        with self.cond:
+            old = self.pods.get(name) or PodView()
+            self.pods[name] = PodView(kube=old.kube, stale=old.stale | {uid})
+            self.bound = [b for b in self.bound if b[1] != name]
 
     def count(self, kube: bool | None, unmarked: bool = False) -> int:
         with self.cond:

@@ -81,12 +81,27 @@ def apiserver_session(cfg: ApiServerConfig, run_dir: Path | None = None) -> Iter
     # imported here, not at the top: the embedded backend's `run` and `serve` start faster without it
     from batkube_py.cluster.apiserver import ApiServerCluster
 
+    if sync.policy == "auto":
+        sync.policy = "paced" if sync.metrics_url and names <= kube_names else "settle"
+        log.info("--sync auto: %s", sync.policy)
+    paced = None
+    if sync.policy == "paced":
+        real_config = cp.dir / "scheduler-config.yaml" if cfg.kubeconfig is None else cfg.scheduler_config
+        paced = paced_parts(cfg, real_config, names, kube_names, sync)
     api = config.new_client_from_config(config_file=str(kubeconfig))
     api.configuration.connection_pool_maxsize = 8
     clusters: list[ApiServerCluster] = []
 
     def factory(nodes: list[client.V1Node]) -> ApiServerCluster:
-        cluster = ApiServerCluster(nodes, api, sync, scheduler_names=names or None, kube_names=kube_names)
+        if paced is not None:
+            from batkube_py.cluster.paced import PacedCluster
+            from batkube_py.parity import Parity
+
+            profiles, queue = paced
+            parity = Parity(run_dir / "parity.csv" if run_dir is not None else None)
+            cluster: ApiServerCluster = PacedCluster(nodes, api, sync, profiles, queue, kube_names, parity)
+        else:
+            cluster = ApiServerCluster(nodes, api, sync, scheduler_names=names or None, kube_names=kube_names)
         clusters.append(cluster)
         return cluster
 
@@ -98,3 +113,27 @@ def apiserver_session(cfg: ApiServerConfig, run_dir: Path | None = None) -> Iter
         api.close()
         if started is not None and not cfg.keep_controlplane:
             started.down()
+
+
+def paced_parts(cfg: ApiServerConfig, real_config: Path | None, names: set[str], kube_names: set[str],
+                sync: SyncOptions):  # fmt: skip
+    """The twin that paces the real scheduler: the real scheduler's profiles (the configuration it
+    runs), and the queue's backoff as the user configured it (upstream's defaults without
+    --scheduler-config): the real scheduler's own backoff settings only shorten its wall-clock waits."""
+    from batkube_py.scheduler.config import ConfigError, build_profiles, default_config, load_config
+    from batkube_py.scheduler.queue import QueueConfig
+
+    if not sync.metrics_url:
+        raise ControlPlaneError("--sync paced needs kube-scheduler's /metrics (--scheduler-metrics URL)")
+    if others := sorted(names - kube_names):
+        raise ControlPlaneError(
+            f"--sync paced paces kube-scheduler's own profiles; {', '.join(others)} is served by another "
+            "scheduler: use --sync settle"
+        )
+    try:
+        real = load_config(real_config) if real_config is not None else default_config()
+        user = load_config(cfg.scheduler_config) if cfg.scheduler_config is not None else default_config()
+    except ConfigError as exc:
+        raise ControlPlaneError(f"--scheduler-config: {exc}") from None
+    queue = QueueConfig(pod_initial_backoff=user.pod_initial_backoff, pod_max_backoff=user.pod_max_backoff)
+    return build_profiles(real, 0), queue

@@ -184,6 +184,11 @@ class Profile:
         # only plugins with a PreFilter of their own: the base one has nothing to say
         self._pre_filtering = [p for p in self.pre_filters if type(p).pre_filter is not Plugin.pre_filter]
 
+    @property
+    def filter_names(self) -> frozenset[str]:
+        """Every plugin that can reject a pod: a failure none of them explains waits for any event."""
+        return frozenset(p.name for p in [*self.pre_filters, *self.filters])
+
     def _feasible_quick(self, state: CycleState, pod: PodInfo, nodes: NodeTable):
         """_feasible when the reasons will not be read (no decision record, some node fits).
 
@@ -367,6 +372,22 @@ class Profile:
             return Decision(pod, None, 0, reasons, rejected, processed)
         if idx.size == 1 or not self.scorers:
             return Decision(pod, int(idx[0]), int(idx.size), reasons, rejected, processed)
+        total, per_plugin = self._score(state, pod, nodes, idx, explain)
+        best = total.max()
+        ties = (total == best).nonzero()[0]
+        pick = ties[0] if ties.size == 1 else ties[self.rng.integers(ties.size)]
+        decision = Decision(pod, int(idx[pick]), int(idx.size), reasons, rejected, processed)
+        if explain:
+            top = np.argsort(-total, kind="stable")[:3]
+            decision.top_scores = [(int(idx[t]), int(total[t])) for t in top]
+            decision.plugin_scores = {
+                name: [{"raw": int(r[t]), "normalized": int(n[t]), "weight": w} for t in top]
+                for name, (r, n, w) in per_plugin.items()
+            }
+        return decision
+
+    def _score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray, explain: bool):
+        """Total weighted score per node of `idx`, and (explain) each plugin's (raw, normalized, weight)."""
         total = None
         per_plugin = {}
         for plugin, weight in self.scorers:  # each PreScore, then its Score: plugins share no state
@@ -385,15 +406,17 @@ class Profile:
                 per_plugin[plugin.name] = (raw, normalized, weight)
         if total is None:
             total = np.zeros(idx.size, dtype=np.int64)
-        best = total.max()
-        ties = (total == best).nonzero()[0]
-        pick = ties[0] if ties.size == 1 else ties[self.rng.integers(ties.size)]
-        decision = Decision(pod, int(idx[pick]), int(idx.size), reasons, rejected, processed)
-        if explain:
-            top = np.argsort(-total, kind="stable")[:3]
-            decision.top_scores = [(int(idx[t]), int(total[t])) for t in top]
-            decision.plugin_scores = {
-                name: [{"raw": int(r[t]), "normalized": int(n[t]), "weight": w} for t in top]
-                for name, (r, n, w) in per_plugin.items()
-            }
-        return decision
+        return total, per_plugin
+
+    def rank(self, pod: PodInfo, nodes: NodeTable) -> tuple[np.ndarray, np.ndarray, dict]:
+        """(every feasible node, its total score, each plugin's scores) with nominated pods counted,
+        leaving no trace (no RNG draw, start index kept): what a binding is checked against (parity)."""
+        state = CycleState()
+        if self.pre_filter(state, pod, nodes) is not None:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty, {}
+        idx = self._filter_nodes(state, pod, nodes, nodes.all)[0]
+        if idx.size == 0 or not self.scorers:
+            return idx, np.zeros(idx.size, dtype=np.int64), {}
+        total, per_plugin = self._score(state, pod, nodes, idx, True)
+        return idx, total, per_plugin

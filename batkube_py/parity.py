@@ -1,0 +1,97 @@
+"""Is the twin kube-scheduler? Each real binding checked against the twin on the same cluster state.
+
+The paced real backend (cluster/paced.py) hands each pod the twin's queue pops to the real
+kube-scheduler while the twin mirrors every binding, so at every attempt both see the same nodes, pods
+and nominations. A real binding agrees when the node is one the twin finds feasible and scores best
+(upstream breaks score ties at random: any node of the best set is a correct choice), or, for a
+preemptor whose nominated node still fits, that node (evaluateNominatedNode). A real failure agrees when
+the twin finds no node either. Every disagreement is a row of parity.csv with the twin's per-plugin
+scores of the real node and of its best one; `batkube parity` prints them.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from batkube_py.scheduler.framework import Decision
+from batkube_py.scheduler.podinfo import PodInfo
+
+if TYPE_CHECKING:
+    from batkube_py.cluster.embedded import EmbeddedCluster
+
+COLUMNS = ("time", "pod", "kind", "real", "twin_best", "real_score", "best_score", "detail")
+
+
+@dataclass
+class Parity:
+    path: Path | None
+    bindings: int = 0
+    failures: int = 0
+    skipped_attempts: int = 0
+    ties: int = 0  # bindings whose best-score set had more than one node
+    mismatches: list[dict] = field(default_factory=list)
+
+    def check(self, pod: PodInfo, twin: Decision, cluster: EmbeddedCluster, real: int, now: float) -> None:
+        """A real binding of `pod` to node index `real`, on the state the twin holds before it."""
+        self.bindings += 1
+        nodes = cluster.nodes
+        if pod.nominated_node is not None and twin.node == pod.nominated_node and twin.feasible == 1:
+            if real != pod.nominated_node:
+                self._add(now, pod, "nominated node ignored", nodes.names[real], [nodes.names[twin.node]])
+            return
+        profile = cluster.profiles[pod.scheduler_name]
+        idx, total, per_plugin = profile.rank(pod, nodes)
+        where = np.flatnonzero(idx == real)
+        best = total.max() if total.size else 0
+        best_names = [nodes.names[int(i)] for i in idx[total == best]]
+        self.ties += len(best_names) > 1
+        if where.size == 0:
+            self._add(now, pod, "infeasible for the twin", nodes.names[real], best_names)
+            return
+        k = int(where[0])
+        if total[k] != best:
+            b = int(np.flatnonzero(total == best)[0])
+            detail = {name: [int(n[k]), int(n[b])] for name, (_, n, _w) in per_plugin.items() if n[k] != n[b]}
+            self._add(now, pod, "not in the twin's best-score set", nodes.names[real], best_names,
+                      int(total[k]), int(best), json.dumps(detail, sort_keys=True))  # fmt: skip
+
+    def failed(self, pod: PodInfo, twin: Decision, names: list[str], reason: str, now: float) -> None:
+        """The real scheduler found no node: the twin must not have found one either."""
+        self.failures += 1
+        if twin.node is not None:
+            self._add(now, pod, "real scheduler found no node", "", [names[twin.node]], detail=reason)
+
+    def skipped(self, pod: PodInfo, twin: Decision, names: list[str], now: float) -> None:
+        """A retry skipped because the pod fits no node's free room: the twin must agree."""
+        self.skipped_attempts += 1
+        if twin.node is not None:
+            self._add(now, pod, "twin binds a pod that fits no node's free room", "", [names[twin.node]])
+
+    def _add(self, now, pod, kind, real, best, real_score="", best_score="", detail="") -> None:
+        self.mismatches.append({
+            "time": now, "pod": pod.name, "kind": kind, "real": real, "twin_best": " ".join(best),
+            "real_score": real_score, "best_score": best_score, "detail": detail,
+        })  # fmt: skip
+
+    def summary(self) -> dict:
+        return {
+            "parity_bindings_checked": self.bindings,
+            "parity_failures_checked": self.failures,
+            "parity_skipped_retries": self.skipped_attempts,
+            "parity_ties": self.ties,
+            "parity_mismatches": len(self.mismatches),
+        }
+
+    def close(self) -> None:
+        if self.path is None:
+            return
+        with open(self.path, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=COLUMNS)
+            w.writeheader()
+            w.writerows(self.mismatches)

@@ -1,0 +1,269 @@
+"""The parity suite's cases: small clusters and workloads that exercise one scheduling feature each under
+contention (bursts of simultaneous submissions and completions), generated from a seed."""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from xml.sax.saxutils import quoteattr
+
+SPREAD_CONFIG = """apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: default-scheduler
+  pluginConfig:
+  - name: NodeResourcesFit
+    args:
+      scoringStrategy:
+        type: MostAllocated
+        resources: [{name: cpu, weight: 1}, {name: memory, weight: 1}]
+  plugins:
+    score:
+      enabled: [{name: NodeResourcesBalancedAllocation, weight: 5}]
+"""
+
+TWO_PROFILES = """apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: default-scheduler
+- schedulerName: packer
+  pluginConfig:
+  - name: NodeResourcesFit
+    args:
+      scoringStrategy:
+        type: MostAllocated
+        resources: [{name: cpu, weight: 1}]
+"""
+
+
+@dataclass
+class Case:
+    name: str
+    groups: list[tuple[int, dict[str, str]]]  # (hosts, properties of each)
+    jobs: list[dict]
+    config: str | None = None
+    events: list[dict] = field(default_factory=list)
+
+    def write(self, d: Path) -> tuple[Path, Path, Path | None, Path | None]:
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "p.xml").write_text(platform(self.groups))
+        profiles = {}
+        jobs = []
+        for j in self.jobs:
+            key = f"d{j.pop('delay')}"
+            profiles[key] = {"type": "delay", "delay": float(key[1:])}
+            jobs.append({**j, "res": 1, "profile": key})
+        nb = sum(n for n, _ in self.groups)
+        (d / "w.json").write_text(json.dumps({"nb_res": nb, "jobs": jobs, "profiles": profiles}))
+        cfg = ev = None
+        if self.config:
+            cfg = d / "sched.yaml"
+            cfg.write_text(self.config)
+        if self.events:
+            ev = d / "events.txt"
+            ev.write_text("".join(json.dumps(e) + "\n" for e in self.events))
+        return d / "p.xml", d / "w.json", cfg, ev
+
+
+def platform(groups: list[tuple[int, dict[str, str]]]) -> str:
+    link = 'bw="125MBps" lat="50us" bb_bw="2.25GBps" bb_lat="500us"'
+    parts, routes = [], []
+    for g, (n, props) in enumerate(groups):
+        prop_xml = "".join(f"\n    <prop id={quoteattr(k)} value={quoteattr(v)}/>" for k, v in props.items())
+        parts.append(
+            f'<cluster id="g{g}" prefix="g{g}-" suffix="" radical="0-{n - 1}" speed="1Gf" {link}>'
+            f"{prop_xml}\n</cluster>"
+        )
+        routes.append(
+            f'<zoneRoute src="g{g}" dst="master" gw_src="g{g}-g{g}_router" '
+            'gw_dst="master_hostmaster_router"><link_ctn id="backbone"/></zoneRoute>'
+        )
+    return f"""<?xml version='1.0'?>
+<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">
+<platform version="4.1">
+<zone id="AS0" routing="Full">
+{chr(10).join(parts)}
+<cluster id="master" prefix="master_host" suffix="" radical="0-0" speed="1Gf" {link}>
+    <prop id="role" value="master"/>
+</cluster>
+<link id="backbone" bandwidth="1.25GBps" latency="500us"/>
+{chr(10).join(routes)}
+</zone>
+</platform>
+"""
+
+
+def _jobs(seed: int, n: int, make) -> list[dict]:
+    """n jobs in a few bursts (several submitted at the same second), each shaped by make(rng, i)."""
+    rng = random.Random(seed)
+    out, t = [], 0
+    for i in range(n):
+        if rng.random() < 0.3:
+            t += rng.choice((1, 3, 7, 20))
+        out.append({"id": f"j{i}", "subtime": t, "delay": rng.choice((5, 10, 30, 60)), **make(rng, i)})
+    return out
+
+
+def _cpu(rng) -> dict:
+    return {"cpu": rng.choice(("500m", "1", "1500m", "2"))}
+
+
+TOLERATE = {
+    "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}]
+}
+TIER_GT_2 = {
+    "nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [{"key": "tier", "operator": "Gt", "values": ["2"]}]}]
+        }
+    }
+}
+PREFER_TIER_1 = {
+    "nodeAffinity": {
+        "preferredDuringSchedulingIgnoredDuringExecution": [
+            {
+                "weight": 30,
+                "preference": {"matchExpressions": [{"key": "tier", "operator": "In", "values": ["1"]}]},
+            }
+        ]
+    }
+}
+NEAR_DB = {
+    "podAffinity": {
+        "preferredDuringSchedulingIgnoredDuringExecution": [
+            {
+                "weight": 50,
+                "podAffinityTerm": {"topologyKey": "zone", "labelSelector": {"matchLabels": {"app": "db"}}},
+            }
+        ]
+    }
+}
+ALONE = {
+    "podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "solo"}}}
+        ]
+    }
+}
+
+
+def _spread(rng) -> list[dict]:
+    when = rng.choice(("DoNotSchedule", "ScheduleAnyway"))
+    return [
+        {
+            "maxSkew": 1,
+            "topologyKey": "zone",
+            "whenUnsatisfiable": when,
+            "labelSelector": {"matchLabels": {"app": "web"}},
+        }
+    ]
+
+
+def _maybe(rng, p: float, fields: dict) -> dict:
+    return fields if rng.random() < p else {}
+
+
+def cases() -> list[Case]:
+    hetero = [
+        (2, {"core": "2", "memory": "4Gi"}),
+        (2, {"core": "4", "memory": "8Gi"}),
+        (1, {"core": "6", "memory": "6Gi"}),
+    ]
+    zones = [
+        (2, {"core": "2", "zone": "a"}),
+        (2, {"core": "2", "zone": "b"}),
+        (1, {"core": "4", "zone": "c"}),
+    ]
+    taints = [
+        (2, {"core": "2", "taints": "dedicated=gpu:NoSchedule"}),
+        (2, {"core": "2", "taints": "soft=yes:PreferNoSchedule"}),
+        (1, {"core": "3"}),
+    ]
+    tiers = [
+        (2, {"core": "2", "tier": "1"}),
+        (2, {"core": "3", "tier": "5"}),
+        (1, {"core": "4", "tier": "12"}),
+    ]
+    gpus = [(2, {"core": "4", "nvidia.com/gpu": "2"}), (3, {"core": "4"})]
+    node_rules = [{"nodeSelector": {"tier": "5"}}, {"affinity": TIER_GT_2}, {"affinity": PREFER_TIER_1}, {}]
+    failures = [
+        {"timestamp": 12, "type": "machine_unavailable", "resources": "1"},
+        {"timestamp": 40, "type": "machine_unavailable", "resources": "3-4"},
+        {"timestamp": 70, "type": "machine_available", "resources": "1 3-4"},
+    ]
+    return [
+        Case(
+            "resources", hetero, _jobs(1, 40, lambda r, i: {**_cpu(r), "memory": r.choice(("512Mi", "2Gi"))})
+        ),
+        Case(
+            "most-allocated-balanced",
+            hetero,
+            _jobs(2, 40, lambda r, i: {**_cpu(r), "memory": r.choice(("256Mi", "3Gi"))}),
+            config=SPREAD_CONFIG,
+        ),
+        Case("taints", taints, _jobs(3, 40, lambda r, i: {**_cpu(r), **_maybe(r, 0.5, TOLERATE)})),
+        Case("node-selector-affinity", tiers, _jobs(4, 40, lambda r, i: {**_cpu(r), **r.choice(node_rules)})),
+        Case(
+            "topology-spread",
+            zones,
+            _jobs(
+                5,
+                40,
+                lambda r, i: {**_cpu(r), "labels": {"app": "web"}, "topologySpreadConstraints": _spread(r)},
+            ),
+        ),
+        Case(
+            "inter-pod-affinity",
+            zones,
+            _jobs(
+                6,
+                40,
+                lambda r, i: {
+                    **_cpu(r),
+                    "labels": {"app": r.choice(("db", "web"))},
+                    **_maybe(r, 0.5, {"affinity": NEAR_DB}),
+                },
+            ),
+        ),
+        Case(
+            "pod-anti-affinity",
+            [(6, {"core": "2"})],
+            _jobs(7, 50, lambda r, i: {"cpu": "500m", "labels": {"app": "solo"}, "affinity": ALONE}),
+        ),
+        Case(
+            "extended-resources",
+            gpus,
+            _jobs(
+                8,
+                40,
+                lambda r, i: {
+                    **_cpu(r),
+                    **_maybe(r, 0.4, {"extendedResources": {"nvidia.com/gpu": str(r.choice((1, 2)))}}),
+                },
+            ),
+        ),
+        Case(
+            "priorities-preemption",
+            [(4, {"core": "2"})],
+            _jobs(9, 40, lambda r, i: {**_cpu(r), "priority": r.choice((0, 0, 10, 100))}),
+        ),
+        Case("node-failures", [(5, {"core": "2"})], _jobs(10, 40, lambda r, i: _cpu(r)), events=failures),
+        Case(
+            "two-profiles",
+            hetero,
+            _jobs(11, 40, lambda r, i: {**_cpu(r), "scheduler": r.choice(("default-scheduler", "packer"))}),
+            config=TWO_PROFILES,
+        ),
+        Case(
+            "spaced-backoff",
+            [(4, {"core": "1"})],
+            [{"id": f"j{i}", "subtime": 3 * i, "delay": 13 + (i % 3), "cpu": "1"} for i in range(40)],
+        ),
+        Case(
+            "memory-pressure",
+            [(3, {"core": "8", "memory": "4Gi"})],
+            _jobs(12, 40, lambda r, i: {"cpu": "100m", "memory": r.choice(("1Gi", "1536Mi", "3Gi"))}),
+        ),
+    ]
