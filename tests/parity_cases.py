@@ -38,6 +38,31 @@ profiles:
 """
 
 
+# NodeAffinity's score, weighted far above the others, ranks the nodes by their `rank` label: the best
+# node is always unique, so both backends must produce the same schedule, job by job
+TERM = "{key: rank, operator: In, values: ['%d']}"
+RANKED = """apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: default-scheduler
+  plugins:
+    score:
+      enabled: [{name: NodeAffinity, weight: 20}]
+  pluginConfig:
+  - name: NodeAffinity
+    args:
+      addedAffinity:
+        preferredDuringSchedulingIgnoredDuringExecution:
+""" + "".join(
+    f"        - {{weight: {10 * r}, preference: {{matchExpressions: [{TERM % r}]}}}}\n"
+    for r in range(1, 6)
+)
+
+
+def ranked(cores: list[str], **extra: str) -> list[tuple[int, dict[str, str]]]:
+    return [(1, {"core": c, "rank": str(r + 1), **extra}) for r, c in enumerate(cores)]
+
+
 @dataclass
 class Case:
     name: str
@@ -266,4 +291,27 @@ def cases() -> list[Case]:
             [(3, {"core": "8", "memory": "4Gi"})],
             _jobs(12, 40, lambda r, i: {"cpu": "100m", "memory": r.choice(("1Gi", "1536Mi", "3Gi"))}),
         ),
+        Case("ranked-spaced", ranked(["1", "1", "1", "1"]), RANKED_SPACED, config=RANKED),
+        Case(
+            "ranked-preemption",
+            ranked(["2", "2", "2", "2"]),
+            _jobs(13, 40, lambda r, i: {**_cpu(r), "priority": r.choice((0, 0, 10, 100))}),
+            config=RANKED,
+        ),
+        Case(
+            "ranked-node-failures",
+            ranked(["2", "2", "3", "2", "2"]),
+            _jobs(14, 40, lambda r, i: _cpu(r)),
+            config=RANKED,
+            events=failures,
+        ),
+        Case(
+            "ranked-memory",
+            ranked(["4", "4", "4"], memory="4Gi"),
+            _jobs(15, 40, lambda r, i: {"cpu": "500m", "memory": r.choice(("1Gi", "1536Mi", "3Gi"))}),
+            config=RANKED,
+        ),
     ]
+
+
+RANKED_SPACED = [{"id": f"j{i}", "subtime": 2 * i, "delay": 7 + (i % 4), "cpu": "1"} for i in range(40)]

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import copy
 import logging
+import math
 import time
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 from kubernetes import client
@@ -38,6 +40,7 @@ from batkube_py.sync import SchedulerUnresponsive, SyncOptions
 log = logging.getLogger(__name__)
 
 GATE = "batkube.io/simulated-clock"
+START_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)  # simulated time 0 as a pod's status.startTime
 NODE_EVENT = "NodeUpdateNodeAnnotation"  # the metric label of the annotation that fences a node change
 
 
@@ -160,6 +163,10 @@ class PacedCluster(ApiServerCluster):
         if view.node is not None:
             self.watch.take_bindings()
             self._bound(name, view.node)
+            # the kubelet's part: preemption prefers victims that started last (whole seconds, as the API)
+            started = {"status": {"startTime": START_EPOCH + timedelta(seconds=math.floor(now))}}
+            self.calls(f"start pod {name}", self.core.patch_namespaced_pod_status, name, self.namespace,
+                       started)  # fmt: skip
             self.parity.check(pod, twin, self.shadow, index[view.node], now)
             return Outcome(index[view.node])
         with self.watch.cond:

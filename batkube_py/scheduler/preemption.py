@@ -11,6 +11,7 @@ victims leave once Batsim reports them killed.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from batkube_py.scheduler.framework import CycleState, Profile
@@ -27,8 +28,13 @@ class Preemption:
     victims: list[PodInfo]
 
 
+def start_second(pod: PodInfo) -> int:
+    """The pod's status.startTime as the scheduler reads it: a metav1.Time, whole seconds."""
+    return math.floor(pod.bound_at)
+
+
 def _more_important_first(pods: list[PodInfo]) -> list[PodInfo]:
-    return sorted(pods, key=lambda p: (-p.priority, p.bound_at, p.seq))
+    return sorted(pods, key=lambda p: (-p.priority, start_second(p), p.seq))
 
 
 def _fits_on(profile: Profile, pod: PodInfo, nodes: NodeTable, i: int) -> bool:
@@ -69,7 +75,7 @@ def _victims_on(profile: Profile, pod: PodInfo, nodes: NodeTable, i: int) -> lis
 
 def _rank(victims: list[PodInfo]) -> tuple:
     top = max(v.priority for v in victims)
-    earliest_top = min(v.bound_at for v in victims if v.priority == top)
+    earliest_top = min(start_second(v) for v in victims if v.priority == top)
     return (top, sum(v.priority + _PRIORITY_OFFSET for v in victims), len(victims), -earliest_top)
 
 
