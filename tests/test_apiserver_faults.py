@@ -249,3 +249,22 @@ def test_timeout_policy_hands_out_one_binding_per_step_even_with_min_delay_above
     quick = TimeoutPolicy(SyncOptions(policy="timeout", timeout=0.05, min_delay=0.0))
     t0 = time.monotonic()
     assert quick.settle(_View(1)) == 1 and time.monotonic() - t0 < 0.05
+
+
+def test_priority_class_not_yet_admitted_is_retried():
+    """Creating a PriorityClass and then its pod at once: the Priority admission plugin's informer may not
+    have the class yet (403 "no PriorityClass with name ... was found"); that one 403 is retried."""
+    missing = ApiException(status=403, reason="Forbidden")
+    missing.body = '{"message": "pods is forbidden: no PriorityClass with name batkube-1-10 was found"}'
+    tries = []
+
+    def create(*a, **kw):
+        tries.append(1)
+        if len(tries) <= 2:
+            raise missing
+        return "ok"
+
+    calls = ApiCalls(retries=3)
+    assert calls("create pod p", create) == "ok" and len(tries) == 3
+    with pytest.raises(BackendError, match="403"):
+        calls("create pod q", _Flaky(1, 403))  # any other 403 is not retried

@@ -63,3 +63,40 @@ def test_real_scheduler_agrees_with_the_twin(controlplane, tmp_path: Path, name:
     if real["parity_ties"] == 0:
         assert _schedule(tmp_path / "real") == _schedule(tmp_path / "twin")
         assert (real["makespan"], real["mean_waiting_time"]) == (twin["makespan"], twin["mean_waiting_time"])
+
+
+def test_parity_command(controlplane, tmp_path: Path):
+    platform, workload, _, _ = CASES["spaced-backoff"].write(tmp_path / "in")
+    args = ["parity", "-p", str(platform), "-w", str(workload), "-o", str(tmp_path / "out"),
+            "--controlplane-dir", str(controlplane.dir), "--batsim", str(DOUBLE)]  # fmt: skip
+    result = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "40 bindings" in result.output and "no mismatch" in result.output
+
+
+def test_parity_report_lists_mismatches_and_fails(tmp_path: Path, capsys):
+    from batkube_py.parity import COLUMNS
+    from batkube_py.paritycmd import report
+
+    path = tmp_path / "parity.csv"
+    row = {
+        "time": "7.02",
+        "pod": "w0-j8",
+        "kind": "not in the twin's best-score set",
+        "real": "g0-1",
+        "twin_best": "g0-2",
+        "real_score": "180",
+        "best_score": "200",
+        "detail": '{"NodeAffinity": [0, 20]}',
+    }
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=COLUMNS)
+        w.writeheader()
+        w.writerow(row)
+    summary = {"parity_bindings_checked": 3, "parity_failures_checked": 1, "parity_ties": 0,
+               "parity_skipped_retries": 2, "makespan": 10.0, "mean_waiting_time": 1.0}  # fmt: skip
+    with pytest.raises(SystemExit) as exit_:
+        report(summary, path)
+    assert exit_.value.code == 1
+    out = capsys.readouterr().out
+    assert "1 mismatches" in out and "w0-j8" in out and "g0-2" in out
