@@ -188,12 +188,8 @@ class PacedCluster(ApiServerCluster):
         return not bool(np.any(ok & t.schedulable))
 
     def _fence_nodes(self) -> None:
-        if self._node_patches and self.metrics_fence:
+        if self._node_patches and self.opts.metrics_url:
             self.policy.fence(self, NODE_EVENT)
-
-    @property
-    def metrics_fence(self) -> bool:
-        return bool(self.opts.metrics_url)
 
     def _create(self, name: str, gated: bool, nominated: str | None = None) -> None:
         pod = copy.copy(self.specs[name])
