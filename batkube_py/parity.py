@@ -3,7 +3,9 @@
 The paced real backend (cluster/paced.py) hands each pod the twin's queue pops to the real
 kube-scheduler while the twin mirrors every binding, so at every attempt both see the same nodes, pods
 and nominations. A real binding agrees when the node is one the twin finds feasible and scores best
-(upstream breaks score ties at random: any node of the best set is a correct choice), or, for a
+(upstream breaks score ties at random: any node of the best set is a correct choice; on clusters large
+enough that upstream scores only some feasible nodes, percentageOfNodesToScore, feasibility alone is
+checked), or, for a
 preemptor whose nominated node still fits, that node (evaluateNominatedNode). A real failure agrees when
 the twin finds no node either. Every disagreement is a row of parity.csv with the twin's per-plugin
 scores of the real node and of its best one; `batkube parity` prints them.
@@ -55,6 +57,8 @@ class Parity:
             self._add(now, pod, "infeasible for the twin", nodes.names[real], best_names)
             return
         k = int(where[0])
+        if profile.samples(len(nodes)):
+            return  # upstream scored only some of the feasible nodes (percentageOfNodesToScore)
         if total[k] != best:
             b = int(np.flatnonzero(total == best)[0])
             detail = {name: [int(n[k]), int(n[b])] for name, (_, n, _w) in per_plugin.items() if n[k] != n[b]}

@@ -224,11 +224,14 @@ class ApiServerCluster:
                 except BackendError as exc:
                     self._break(str(exc))
 
-    def schedule(self, now: float) -> list[Binding]:
+    def _alive(self) -> None:
         if self.broken:
             raise BackendError(self.broken)
         if self.watch.error:
             raise BackendError(self.watch.error)
+
+    def schedule(self, now: float) -> list[Binding]:
+        self._alive()
         self.now = now
         self._left = set()
         try:

@@ -97,10 +97,7 @@ class PacedCluster(ApiServerCluster):
         self._fences[NODE_EVENT] = self._node_patches
 
     def schedule(self, now: float) -> list[Binding]:
-        if self.broken:
-            raise BackendError(self.broken)
-        if self.watch.error:
-            raise BackendError(self.watch.error)
+        self._alive()
         self.now = now
         out = self.shadow.schedule(now)
         if self._over:

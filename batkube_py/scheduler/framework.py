@@ -220,6 +220,10 @@ class Profile:
         self.next_start = (self.next_start + processed) % n
         return idx, {}, frozenset(), processed
 
+    def samples(self, n: int) -> bool:
+        """Whether upstream may stop filtering before the last node of n (numFeasibleNodesToFind)."""
+        return self._want(n) < n
+
     def _want(self, n: int) -> int:
         return num_feasible_nodes_to_find(n, self.percentage_of_nodes_to_score) if self.scorers else 1
 
