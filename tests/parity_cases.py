@@ -77,9 +77,9 @@ class Case:
         profiles = {}
         jobs = []
         for j in self.jobs:
-            key = f"d{j.pop('delay')}"
+            key = f"d{j['delay']}"
             profiles[key] = {"type": "delay", "delay": float(key[1:])}
-            jobs.append({**j, "res": 1, "profile": key})
+            jobs.append({**{k: v for k, v in j.items() if k != "delay"}, "res": 1, "profile": key})
         nb = sum(n for n, _ in self.groups)
         (d / "w.json").write_text(json.dumps({"nb_res": nb, "jobs": jobs, "profiles": profiles}))
         cfg = ev = None
