@@ -1,6 +1,6 @@
 """Sync-parameter sweeps drawn like the thesis's figures 4.2–4.6: makespan, mean waiting time, wall
 duration and success rate against the swept parameter, with the original Batkube's published sweep on
-the same axes and the non-swept groups of the case (the lossless settle policy, the emulated cluster)
+the same axes and the non-swept groups of the case (the default paced policy, the emulated cluster)
 as horizontal lines — the point of the figure is how far a wall-clock policy strays from them."""
 
 from __future__ import annotations
