@@ -142,20 +142,15 @@ class EmbeddedCluster:
             decision = profile.schedule_one(pod, self.nodes, self.recorder is not None)
             if self.recorder is not None:
                 self.recorder.write(decision, self.nodes, now, profile)
-            node = decision.node
-            if self.attempts is not None:
-                outcome = self.attempts.attempt(pod, decision, now)
-                node = outcome.node
-                if node is None:
-                    # the twin's rejectors; all filters if it disagrees (any event may then help)
-                    rejected = decision.rejected_by if decision.node is None else profile.filter_names
-                    pod.rejected_by = rejected
+            outcome = None if self.attempts is None else self.attempts.attempt(pod, decision, now)
+            node = decision.node if outcome is None else outcome.node
+            if node is None:
+                if outcome is None:
+                    pod.rejected_by = decision.rejected_by
+                    self._post_filter(profile, pod)
+                else:  # the twin's rejectors; all filters if it disagrees (any event may then help)
+                    pod.rejected_by = decision.rejected_by if decision.node is None else profile.filter_names
                     self._preempted(pod, outcome)
-                    self.queue.failed(pod, now)
-                    continue
-            elif node is None:
-                pod.rejected_by = decision.rejected_by
-                self._post_filter(profile, pod)
                 self.queue.failed(pod, now)
                 continue
             self.nodes.nominate(pod, None)
@@ -204,7 +199,8 @@ class EmbeddedCluster:
         for name in outcome.victims:
             if (victim := self.pods.get(name)) is not None:
                 victim.terminating = True
-        if outcome.nominated is not None and outcome.nominated != pod.nominated_node:
+        preempted = outcome.victims or outcome.nominated != pod.nominated_node
+        if outcome.nominated is not None and preempted:
             for other in list(self.nodes.nominated.get(outcome.nominated, {}).values()):
                 if other.priority < pod.priority:
                     self.nodes.nominate(other, None)
