@@ -9,6 +9,7 @@ docs/protocol.md), with no over-allocation and no lost job, kube-scheduler paced
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -72,6 +73,22 @@ def test_kube_scheduler_gives_the_twins_figures(controlplane, tmp_path: Path, pl
     twin = json.loads((tmp_path / "twin" / "summary.json").read_text())
     assert (real["makespan"], real["mean_waiting_time"]) == (twin["makespan"], twin["mean_waiting_time"])
     assert real["parity_mismatches"] == 0 and real["jobs_unfinished"] == 0
+
+
+def test_settle_policy_on_spaced(controlplane, tmp_path: Path):
+    """--sync settle (any scheduler; wall-clock backoff, expedited): spaced has no pod waiting on backoff
+    at a completion, so it also gives the twin's figures."""
+    code, output, s = run_cli(tmp_path / "run", WORKLOADS / "spaced_200_delay170.json", "--controlplane-dir",
+                              str(controlplane.dir), "--sync", "settle")  # fmt: skip
+    assert code == 0, output
+    assert (s["makespan"], round(s["mean_waiting_time"], 4)) == IDEAL["spaced_200_delay170.json"]
+    assert s["over_allocations"] == 0 and s["jobs_succeeded"] == 200
+    # backoff expedite recreates only pods whose retry can change something: about one pod per
+    # completion, not every pending pod (1,089 on spaced before)
+    log = (tmp_path / "run" / "batkube.log").read_text().splitlines()
+    line = next(x for x in log if "backoff expedite" in x)
+    recreated, skipped = (int(w) for w in re.findall(r"(\d+) (?:pods recreated|retries)", line))
+    assert recreated <= 200 and skipped > recreated, line
 
 
 def test_private_controlplane_and_cleanup(tmp_path: Path):

@@ -101,3 +101,25 @@ def test_parity_report_lists_mismatches_and_fails(tmp_path: Path, capsys):
     assert exit_.value.code == 1
     out = capsys.readouterr().out
     assert "1 mismatches" in out and "w0-j8" in out and "g0-2" in out
+
+
+def test_paced_refuses_a_control_plane_running_another_configuration(tmp_path: Path):
+    from batkube_py.controlplane.manager import ControlPlaneError
+    from batkube_py.controlplane.session import ApiServerConfig, paced_parts
+    from batkube_py.sync import SyncOptions
+
+    mine = tmp_path / "mine.yaml"
+    mine.write_text(CASES["two-profiles"].config)
+    running = tmp_path / "running.yaml"  # what `controlplane up` wrote for another configuration
+    running.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+                       "podMaxBackoffSeconds: 1\nleaderElection: {leaderElect: false}\n")  # fmt: skip
+    sync = SyncOptions(policy="paced", metrics_url="https://127.0.0.1:1/metrics")
+    names = {"default-scheduler", "packer"}
+    with pytest.raises(ControlPlaneError, match="batkube controlplane up --scheduler-config"):
+        paced_parts(ApiServerConfig(scheduler_config=mine), running, names, names, sync)
+    # the same profiles, whatever the connection, leader election and wall-clock backoff: accepted
+    running.write_text(
+        CASES["two-profiles"].config + "podMaxBackoffSeconds: 1\nleaderElection: {leaderElect: false}\n"
+    )
+    profiles, queue = paced_parts(ApiServerConfig(scheduler_config=mine), running, names, names, sync)
+    assert {p.scheduler_name for p in profiles} == names and queue.pod_max_backoff == 10

@@ -130,6 +130,13 @@ def paced_parts(cfg: ApiServerConfig, real_config: Path | None, names: set[str],
             f"--sync paced paces kube-scheduler's own profiles; {', '.join(others)} is served by another "
             "scheduler: use --sync settle"
         )
+    if cfg.scheduler_config is not None and real_config is not None and real_config != cfg.scheduler_config:
+        if _profiles_part(cfg.scheduler_config) != _profiles_part(real_config):
+            raise ControlPlaneError(
+                f"the control plane's kube-scheduler runs {real_config}, not --scheduler-config "
+                f"{cfg.scheduler_config}: start one with `batkube controlplane up --scheduler-config "
+                f"{cfg.scheduler_config}`, or leave out --controlplane-dir for a private one"
+            )
     try:
         real = load_config(real_config) if real_config is not None else default_config()
         user = load_config(cfg.scheduler_config) if cfg.scheduler_config is not None else default_config()
@@ -137,3 +144,11 @@ def paced_parts(cfg: ApiServerConfig, real_config: Path | None, names: set[str],
         raise ControlPlaneError(f"--scheduler-config: {exc}") from None
     queue = QueueConfig(pod_initial_backoff=user.pod_initial_backoff, pod_max_backoff=user.pod_max_backoff)
     return build_profiles(real, 0), queue
+
+
+def _profiles_part(path: Path) -> dict:
+    """What decides placements in a KubeSchedulerConfiguration: not the connection, leader election or
+    the wall-clock backoff batkube sets for the control plane it starts."""
+    doc = safeyaml.load_file(path) or {}
+    skip = {"clientConnection", "leaderElection", "podInitialBackoffSeconds", "podMaxBackoffSeconds"}
+    return {k: v for k, v in doc.items() if k not in skip} if isinstance(doc, dict) else {}
