@@ -61,6 +61,7 @@ class PacedCluster(ApiServerCluster):
         self.parity = parity or Parity(None)
         self._in_api: dict[str, str] = {}  # pod → uid of its incarnation in the apiserver
         self._node_patches = 0
+        self._nodes_unfenced = False
         self.attempts = self.skipped = 0
         super().__init__(nodes, api, sync, scheduler_names=set(kube_names), kube_names=kube_names, **kw)
 
@@ -95,6 +96,7 @@ class PacedCluster(ApiServerCluster):
             except BackendError as exc:
                 self._break(str(exc))
         self._fences[NODE_EVENT] = self._node_patches
+        self._nodes_unfenced = True
 
     def schedule(self, now: float) -> list[Binding]:
         self._alive()
@@ -141,7 +143,7 @@ class PacedCluster(ApiServerCluster):
         self.attempts += 1
         name = pod.name
         try:
-            self._fence_nodes()
+            self._fence()
             evicted_before = len(self.watch.evictions)
             if name in self._in_api:  # a nominated preemptor: lift its gate, its nomination stays
                 ungate = [{"op": "remove", "path": "/spec/schedulingGates"}]
@@ -184,9 +186,19 @@ class PacedCluster(ApiServerCluster):
         ok = fits(pod.milli_cpu, pod.memory, free_cpu, free_mem, free_pods, t.mem_limited)
         return not bool(np.any(ok & t.schedulable))
 
-    def _fence_nodes(self) -> None:
-        if self._node_patches and self.opts.metrics_url:
+    def _fence(self) -> None:
+        """kube-scheduler handles assigned and unassigned pods in separate informer listeners: a pod
+        created right after a bound pod's delete can be tried on a cache that still holds the deleted
+        one (it would fail for no reason). So the attempt waits until the scheduler has handled every
+        delete and node change the adapter made (counted by event label in its /metrics)."""
+        if not self.opts.metrics_url:
+            return
+        if self._unfenced_deletes:
+            self.policy.fence(self, "AssignedPodDelete")
+            self._unfenced_deletes = False
+        if self._nodes_unfenced:
             self.policy.fence(self, NODE_EVENT)
+            self._nodes_unfenced = False
 
     def _create(self, name: str, gated: bool, nominated: str | None = None) -> None:
         pod = copy.copy(self.specs[name])
