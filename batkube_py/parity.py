@@ -23,6 +23,7 @@ import numpy as np
 
 from batkube_py.scheduler.framework import Decision
 from batkube_py.scheduler.podinfo import PodInfo
+from batkube_py.scheduler.preemption import best_candidates
 
 if TYPE_CHECKING:
     from batkube_py.cluster.embedded import EmbeddedCluster
@@ -36,7 +37,7 @@ class Parity:
     bindings: int = 0
     failures: int = 0
     skipped_attempts: int = 0
-    ties: int = 0  # bindings whose best-score set had more than one node
+    ties: int = 0  # decisions with several equally good nodes (scores, or preemption candidates)
     mismatches: list[dict] = field(default_factory=list)
 
     def check(self, pod: PodInfo, twin: Decision, cluster: EmbeddedCluster, real: int, now: float) -> None:
@@ -65,11 +66,20 @@ class Parity:
             self._add(now, pod, "not in the twin's best-score set", nodes.names[real], best_names,
                       int(total[k]), int(best), json.dumps(detail, sort_keys=True))  # fmt: skip
 
-    def failed(self, pod: PodInfo, twin: Decision, names: list[str], reason: str, now: float) -> None:
-        """The real scheduler found no node: the twin must not have found one either."""
+    def failed(self, pod: PodInfo, twin: Decision, cluster: EmbeddedCluster, nominated: int | None,
+               reason: str, now: float) -> None:  # fmt: skip
+        """The real scheduler found no node: the twin must not have found one either; if it preempted,
+        the node it nominated must be one of the twin's best preemption candidates."""
         self.failures += 1
+        names = cluster.nodes.names
         if twin.node is not None:
             self._add(now, pod, "real scheduler found no node", "", [names[twin.node]], detail=reason)
+        if nominated is not None and nominated != pod.nominated_node:
+            best = best_candidates(cluster.profiles[pod.scheduler_name], pod, cluster.nodes)
+            self.ties += len(best) > 1
+            if nominated not in best:
+                self._add(now, pod, "preemption outside the twin's best candidates", names[nominated],
+                          [names[i] for i in best])  # fmt: skip
 
     def skipped(self, pod: PodInfo, twin: Decision, names: list[str], now: float) -> None:
         """A retry skipped because the pod fits no node's free room: the twin must agree."""

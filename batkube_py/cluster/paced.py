@@ -170,11 +170,12 @@ class PacedCluster(ApiServerCluster):
             return Outcome(index[view.node])
         with self.watch.cond:
             victims = tuple(p for p, _ in self.watch.evictions[evicted_before:])
-        self.parity.failed(pod, twin, self.shadow.nodes.names, view.reason, now)
+        nominated = index.get(view.nominated) if view.nominated else None
+        self.parity.failed(pod, twin, self.shadow, nominated, view.reason, now)
         self._retire(name)
         if view.nominated is not None:
             self._create(name, gated=True, nominated=view.nominated)
-        return Outcome(None, index.get(view.nominated) if view.nominated else None, victims)
+        return Outcome(None, nominated, victims)
 
     def _futile(self, pod: PodInfo) -> bool:
         """Fits no schedulable node's free room and cannot preempt (no running pod of lower priority)."""
@@ -193,6 +194,13 @@ class PacedCluster(ApiServerCluster):
         delete and node change the adapter made (counted by event label in its /metrics)."""
         if not self.opts.metrics_url:
             return
+        try:
+            self._fence_all()
+        except SchedulerUnresponsive as exc:  # no pending pod lives in the apiserver: name the scheduler
+            who = f"kube-scheduler ({self.opts.metrics_url})"
+            raise SchedulerUnresponsive(f"{who} stopped answering: {exc}") from None
+
+    def _fence_all(self) -> None:
         if self._unfenced_deletes:
             self.policy.fence(self, "AssignedPodDelete")
             self._unfenced_deletes = False

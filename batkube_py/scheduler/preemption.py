@@ -106,3 +106,11 @@ def preempt(profile: Profile, pod: PodInfo, nodes: NodeTable) -> Preemption | No
     if best is None:
         return None
     return Preemption(best[1], best[2])
+
+
+def best_candidates(profile: Profile, pod: PodInfo, nodes: NodeTable) -> list[int]:
+    """Every node preemption could choose for `pod`: those whose victims rank best. Upstream takes the
+    first of them in an order that starts at a random offset, so any of them is a correct choice."""
+    ranked = [(_rank(v), i) for i in range(len(nodes)) if (v := _victims_on(profile, pod, nodes, i))]
+    best = min((key for key, _ in ranked), default=None)
+    return [i for key, i in ranked if key == best]
