@@ -37,7 +37,7 @@ class SyncOptions(BaseModel):
     # auto: paced when every pod is kube-scheduler's (whose /metrics the adapter reads), else settle
     policy: Literal["auto", "paced", "settle", "timeout"] = "auto"
     metrics_url: str | None = Field(None, description="kube-scheduler /metrics (settle policy)")
-    quiet: float = Field(0.2, description="s of pod silence that counts as 'done' without metrics")
+    quiet: float = Field(0.05, description="s of pod silence that counts as 'done' without metrics")
     confirm: float = Field(0.0, description="s the metrics must stay settled (extra margin; fences suffice)")
     crash_timeout: float = Field(30.0, description="s without any scheduler sign of life → stop")
     backoff: Literal["wait", "expedite"] = Field(
