@@ -127,15 +127,18 @@ def run_cmd(platform, workload, out, seed, batsim, batsim_args, progress, batsim
         connect_timeout=connect_timeout, idle_timeout=idle_timeout, transcript=transcript,
         batsim_log=batsim_log,
     )  # fmt: skip
+    _report(run_claimed(cfg, apiserver_config(backend), overwrite))
+
+
+def run_claimed(cfg: RunConfig, api_cfg, overwrite: bool) -> dict:
+    """One `batkube run` (or `parity`) into its own run directory, with the backend's session around it."""
     interrupt_on_sigterm()
     try:
         checked = preflight(cfg)  # before the directory is claimed (and, with --overwrite, emptied)
-        api_cfg = apiserver_config(backend)
-        with rundir.claimed(out, checked.inputs(cfg), overwrite):
-            summary = _with_backend(api_cfg, out, lambda factory: run(cfg, factory, checked))
+        with rundir.claimed(cfg.out, checked.inputs(cfg), overwrite):
+            return _with_backend(api_cfg, cfg.out, lambda factory: run(cfg, factory, checked))
     except (RunError, rundir.RunDirError) as exc:
         raise click.ClickException(str(exc)) from None
-    _report(summary)
 
 
 

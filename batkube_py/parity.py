@@ -93,6 +93,11 @@ class Parity:
             "real_score": real_score, "best_score": best_score, "detail": detail,
         })  # fmt: skip
 
+    @property
+    def attempts(self) -> int:
+        """Attempts the real scheduler made: each ended in a binding or a failure."""
+        return self.bindings + self.failures
+
     def summary(self) -> dict:
         return {
             "parity_bindings_checked": self.bindings,

@@ -14,9 +14,8 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from batkube_py import rundir
 from batkube_py.controlplane.session import ApiServerConfig
-from batkube_py.run import RunConfig, RunError, interrupt_on_sigterm, preflight, run
+from batkube_py.run import RunConfig
 from batkube_py.sync import SyncOptions
 
 _file = click.Path(exists=True, dir_okay=False, path_type=Path)
@@ -37,19 +36,13 @@ _file = click.Path(exists=True, dir_okay=False, path_type=Path)
 def parity_cmd(platform, workload, out, scheduler_config, controlplane_dir, seed, batsim, overwrite) -> None:
     """Run WORKLOAD on PLATFORM with the real kube-scheduler and check each of its decisions against
     the embedded twin on the same cluster state."""
-    from batkube_py.cli import _with_backend
+    from batkube_py.cli import run_claimed
 
     cfg = RunConfig(platform=platform, workload=workload, out=out, seed=seed, batsim=batsim,
                     progress=sys.stderr.isatty(), scheduler_config=scheduler_config)  # fmt: skip
     api_cfg = ApiServerConfig(scheduler_config=scheduler_config, controlplane_dir=controlplane_dir,
                               sync=SyncOptions(policy="paced"))  # fmt: skip
-    interrupt_on_sigterm()
-    try:
-        checked = preflight(cfg)
-        with rundir.claimed(out, checked.inputs(cfg), overwrite):
-            summary = _with_backend(api_cfg, out, lambda factory: run(cfg, factory, checked))
-    except (RunError, rundir.RunDirError) as exc:
-        raise click.ClickException(str(exc)) from None
+    summary = run_claimed(cfg, api_cfg, overwrite)
     if summary.get("error"):
         raise click.ClickException(summary["error"])
     report(summary, out / "parity.csv")

@@ -182,7 +182,8 @@ class ApiServerCluster:
             self._classes.add(name)
         return name
 
-    def delete_pod(self, name: str, now: float) -> None:
+    def _forget(self, name: str) -> str | None:
+        """Drop what the adapter kept of the pod and free its node's room; returns its node."""
         node = self.node_of.pop(name, None)
         req = self.requests.pop(name, (0, 0))
         self.specs.pop(name, None)
@@ -191,6 +192,10 @@ class ApiServerCluster:
             used = self.node_used[node]
             used[0], used[1], used[2] = used[0] - req[0], used[1] - req[1], used[2] - 1
         self.watch.forget(name)
+        return node
+
+    def delete_pod(self, name: str, now: float) -> None:
+        node = self._forget(name)
         if self.broken:
             return
         try:

@@ -188,9 +188,7 @@ class EmbeddedCluster:
             victim.terminating = True
             why = f"preempted by {pod.name} (priority {pod.priority} > {victim.priority})"
             self._evictions.append(Eviction(victim.name, why))
-        for other in list(self.nodes.nominated.get(found.node, {}).values()):
-            if other.priority < pod.priority:
-                self.nodes.nominate(other, None)
+        self._clear_lower_nominations(found.node, pod.priority)
         self.nodes.nominate(pod, found.node)
 
     def _preempted(self, pod: PodInfo, outcome: Outcome) -> None:
@@ -201,10 +199,14 @@ class EmbeddedCluster:
                 victim.terminating = True
         preempted = outcome.victims or outcome.nominated != pod.nominated_node
         if outcome.nominated is not None and preempted:
-            for other in list(self.nodes.nominated.get(outcome.nominated, {}).values()):
-                if other.priority < pod.priority:
-                    self.nodes.nominate(other, None)
+            self._clear_lower_nominations(outcome.nominated, pod.priority)
         self.nodes.nominate(pod, outcome.nominated)
+
+    def _clear_lower_nominations(self, node: int, priority: int) -> None:
+        """prepareCandidate: pods of lower priority nominated to the preempted node lose their nomination."""
+        for other in list(self.nodes.nominated.get(node, {}).values()):
+            if other.priority < priority:
+                self.nodes.nominate(other, None)
 
     def take_evictions(self) -> list[Eviction]:
         out, self._evictions = self._evictions, []

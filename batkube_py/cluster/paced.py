@@ -62,7 +62,6 @@ class PacedCluster(ApiServerCluster):
         self._in_api: dict[str, str] = {}  # pod → uid of its incarnation in the apiserver
         self._node_patches = 0
         self._nodes_unfenced = False
-        self.attempts = self.skipped = 0
         super().__init__(nodes, api, sync, scheduler_names=set(kube_names), kube_names=kube_names, **kw)
 
     # ---- Backend protocol -----------------------------------------------------------------------
@@ -76,12 +75,10 @@ class PacedCluster(ApiServerCluster):
     def delete_pod(self, name: str, now: float) -> None:
         if name in self.shadow.pods:
             self.shadow.delete_pod(name, now)
-        if name in self._in_api:
-            del self._in_api[name]
+        if self._in_api.pop(name, None) is not None:
             super().delete_pod(name, now)
         else:
-            for table in (self.requests, self.specs, self.priorities):
-                table.pop(name, None)
+            self._forget(name)  # never in the apiserver (or deleted after its last failed attempt)
 
     def set_nodes_schedulable(self, nodes: list[str], schedulable: bool, now: float) -> None:
         self.shadow.set_nodes_schedulable(nodes, schedulable, now)
@@ -122,12 +119,12 @@ class PacedCluster(ApiServerCluster):
         return self.shadow.running()
 
     def report(self) -> dict:
-        return {"real_attempts": self.attempts, **self.parity.summary()}
+        return {"real_attempts": self.parity.attempts, **self.parity.summary()}
 
     def close(self) -> None:
         if not self._closed:
             log.info("paced: %d attempts by the real scheduler, %d skipped (fit no node's free room)",
-                     self.attempts, self.skipped)  # fmt: skip
+                     self.parity.attempts, self.parity.skipped_attempts)  # fmt: skip
             self.parity.close()
         super().close()
 
@@ -137,10 +134,8 @@ class PacedCluster(ApiServerCluster):
         if self.broken:
             raise BackendError(self.broken)
         if pod.nominated_node is None and self._futile(pod):
-            self.skipped += 1
             self.parity.skipped(pod, twin, self.shadow.nodes.names, now)
             return Outcome(None)
-        self.attempts += 1
         name = pod.name
         try:
             self._fence()
@@ -179,10 +174,10 @@ class PacedCluster(ApiServerCluster):
 
     def _futile(self, pod: PodInfo) -> bool:
         """Fits no schedulable node's free room and cannot preempt (no running pod of lower priority)."""
-        lowest = min((self.priorities.get(p, 0) for p in self.node_of), default=None)
+        t = self.shadow.nodes
+        lowest = t.lowest_priority()
         if lowest is not None and pod.priority > lowest:
             return False
-        t = self.shadow.nodes
         free_cpu, free_mem, free_pods = t.free(t.all)
         ok = fits(pod.milli_cpu, pod.memory, free_cpu, free_mem, free_pods, t.mem_limited)
         return not bool(np.any(ok & t.schedulable))
