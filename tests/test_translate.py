@@ -119,3 +119,20 @@ def test_unrepresentable_jobs_are_rejected_with_field_and_expectation():
     assert isinstance(translate.pod_from_job("w0!1", None, None, "x"), translate.Rejection)
     r = translate.pod_from_job("w0!1", {"res": 1, "profile": "nope"}, None, "x")
     assert r.field == "profile"
+
+
+def test_pod_shapes_are_shared_by_content_and_rechecked_when_a_profile_changes():
+    job = {"id": "w!1", "res": 1, "profile": "p"}
+    a = {"type": "delay", "delay": 5, "cpu": "2", "labels": {"app": "x"}}
+    b = {"type": "delay", "delay": 9, "cpu": "2", "labels": {"app": "x"}}  # same pod, other delay
+    pa = translate.pod_from_job("w!1", job, a, "pa")
+    pb = translate.pod_from_job("w!2", job, b, "pb")
+    assert pa.spec == pb.spec and pa.metadata.labels == pb.metadata.labels == {"app": "x"}
+    assert (pa.metadata.name, pb.metadata.name) == ("pa", "pb")
+    pb.metadata.labels["app"] = "changed"  # a pod's labels are its own, not the shared shape's
+    assert translate.pod_from_job("w!3", job, a, "pc").metadata.labels == {"app": "x"}
+    a["cpu"] = "3"  # changed in place: a new shape
+    assert translate.pod_from_job("w!4", job, a, "pd").spec.containers[0].resources.requests == {"cpu": "3"}
+    a["cpu"] = "-1"  # and checked again
+    bad = translate.pod_from_job("w!5", job, a, "pe")
+    assert isinstance(bad, translate.Rejection) and bad.field == "profile.cpu"
