@@ -1,7 +1,7 @@
 """SimGrid platform subset: hosts, properties, roles, and the links of each route.
 
 Batsim's internal messages are 1-byte SimGrid communications: they pay the route's latency (summed
-link by link in SimGrid's order), then share the links' bandwidth (kernel.py). Routes follow SimGrid
+link by link in SimGrid's order), then share the links' bandwidth (sharing.py). Routes follow SimGrid
 3.32: a Full zone's declared routes (its own implicit loopback link for a host to itself), a
 <cluster>'s private up/down links and backbone, <zoneRoute>/<ASroute> between zones through their
 gateways. Only the constructs used by Batsim platforms are supported: nested zones/ASes with Full

@@ -18,9 +18,15 @@ backoff: its retry could change nothing at this instant.
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+
+from batkube_py.cluster.base import BackendError
+from batkube_py.protocol.reply import TIME_RESOLUTION
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -95,3 +101,85 @@ def next_round(
         f[2] -= 1
         now.append(name)
     return now, left
+
+
+class BackoffExpedite:
+    """The real backend's side of the above (mixed into ApiServerCluster, whose watch, API calls, pod
+    specs, requests and priorities it reads) for the settle and timeout policies: the paced policy never
+    lets a pod reach wall-clock backoff."""
+
+    def expedite(self) -> int:
+        """Recreate the next round of pending pods whose backoff has certainly expired in *simulated* time.
+
+        kube-scheduler measures backoff on the wall clock, where a few milliseconds separate a pod's
+        failure from the event that frees a node; in the simulated cluster the pod failed at least
+        max_backoff simulated seconds ago, so a real scheduler would retry it at once. A new pod
+        (attempts = 0) is what the unmodified scheduler retries at once: same name, same spec. Which pods
+        and in what rounds: expedite.py.
+        """
+        with self.watch.cond:
+            due = [
+                n for n, v in self.watch.pods.items()
+                if v.node is None and v.kube and v.since >= 0 and self._backed_off(v.since)
+                and n not in self._left
+            ]  # fmt: skip
+            free, lowest = self._free()
+        due.sort(key=lambda n: -self.priorities.get(n, 0))  # stable: creation order within a priority
+        reqs = {n: Request(*self.requests[n], self.priorities.get(n, 0)) for n in due}
+        due, left = next_round(due, reqs, free, lowest)
+        log.debug("expedite at %s: recreating %s, leaving %s", self.now, due, left)
+        self._left.update(left)
+        self.left_in_backoff += len(left)
+        due = [name for name in due if self.watch.renew(name) is not None]
+        try:
+            # the deletes in parallel (nobody can tell their order), the creates in order: creation
+            # order is the scheduler's queue order
+            self.calls.all([
+                (f"delete pod {name} (expedite)", self.core.delete_namespaced_pod, (name, self.namespace),
+                 {"grace_period_seconds": 0, "ok": (404,)})
+                for name in due
+            ])  # fmt: skip
+            for name in due:
+                pod = self.specs[name]
+                pod.metadata.resource_version = pod.metadata.uid = None
+                self.calls(f"recreate pod {name}", self.core.create_namespaced_pod, self.namespace, pod)
+                self._fences["UnschedulablePodAdd"] += 1
+        except BackendError as exc:
+            self._break(str(exc))
+            raise
+        self.recreated += len(due)
+        return len(due)
+
+    def _backed_off(self, since: float) -> bool:
+        """Whether max_backoff simulated seconds have passed since `since` (cycle times are sums of
+        floats: 190.02 - 180.02 is 9.99999999999997)."""
+        return self.now - since >= self.opts.max_backoff - TIME_RESOLUTION
+
+    def _free(self) -> tuple[dict[str, list[float]], int | None]:
+        """Room left with every binding seen so far, taken or not, and the lowest running priority.
+        Called with the watch's lock held."""
+        seen = [(n, v.node) for n, v in self.watch.pods.items()
+                if v.node is not None and n not in self.node_of and n in self.requests]  # fmt: skip
+        running = [self.priorities.get(n, 0) for n in (*self.node_of, *(n for n, _ in seen))]
+        free = room(self.node_alloc, self.node_used, [(node, self.requests[n]) for n, node in seen])
+        return free, min(running, default=None)
+
+    def excused_backoff(self) -> int:
+        """Pods left in wall-clock backoff on purpose (expedite.py), and pods whose simulated backoff may
+        not have expired but whose retry could change nothing (they fit no node and cannot preempt);
+        none while another pod's simulated backoff may not have expired (the backoff queue must then
+        drain in wall time)."""
+        with self.watch.cond:
+            room = None  # computed once, and only if a pod's simulated backoff may not have expired
+            left = 0
+            for n, v in self.watch.pods.items():
+                if v.node is None and v.kube:
+                    if n in self._left:
+                        left += 1
+                    elif v.since >= 0 and not self._backed_off(v.since):
+                        room = room or self._free()
+                        req = Request(*self.requests[n], self.priorities.get(n, 0))
+                        if not futile(req, *room):
+                            return 0
+                        left += 1
+            return left
