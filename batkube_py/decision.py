@@ -17,8 +17,7 @@ from typing import Any
 from kubernetes import client
 from procset import ProcSet
 
-from batkube_py import translate
-from batkube_py.cluster import fit
+from batkube_py import admission, translate
 from batkube_py.cluster.base import Backend, BackendError
 from batkube_py.disruption import Disruptions
 from batkube_py.instant import ADD, DELETE, NODES, Cycles
@@ -26,7 +25,6 @@ from batkube_py.outputs import PodRecord, RunOutputs
 from batkube_py.protocol import models as m
 from batkube_py.protocol.codec import ProtocolError, decode_message
 from batkube_py.protocol.reply import TIME_RESOLUTION, Reply
-from batkube_py.quantities import byte_count, milli_cpu
 from batkube_py.scheduler.snapshot import InvariantViolation
 from batkube_py.startup import StartupLatency
 
@@ -196,30 +194,14 @@ class DecisionProcess:
             )
         workload = job_id.split("!", 1)[0]
         profile = translate.job_profile(job, forwarded, self._profiles.get(workload, {}))
-        pod = translate.pod_from_job(job_id, job, profile, name)
+        pod = admission.pod_for(record, job, profile)
         if isinstance(pod, translate.Rejection):
             return self._reject(record, reply, pod)
-        record.scheduler = pod.spec.scheduler_name
-        record.priority = pod.spec.priority or 0
-        requests = pod.spec.containers[0].resources.requests or {}
-        record.cpu_request = milli_cpu(requests["cpu"]) / 1000 if "cpu" in requests else 0.0
-        record.memory_request = byte_count(requests["memory"]) if "memory" in requests else ""
         if self.fatal is not None:
             return self._reject(
                 record, reply, translate.Rejection(job_id, "-", "-", f"a working run ({self.fatal})")
             )
-        if not self.backend.serves(record.scheduler):
-            why = translate.Rejection(
-                job_id, "scheduler", repr(record.scheduler), "a schedulerName a profile serves"
-            )
-            return self._reject(record, reply, why)
-        too_big = self.backend.fits_empty_cluster(pod)
-        if too_big is not None:
-            asked = " ".join(f"{k}={v}" for k, v in sorted(requests.items())) or "-"
-            why = translate.Rejection(job_id, "requests", asked, f"requests a node can hold, but {too_big}")
-            if too_big.startswith("its ") and (wants := fit.node_constraint(pod)) is not None:
-                field = "nodeSelector" if wants.startswith("nodeSelector") else "affinity"
-                why = translate.Rejection(job_id, field, wants, f"node labels some node has, but {too_big}")
+        if (why := admission.refusal(record, pod, self.backend)) is not None:
             return self._reject(record, reply, why)
         self._jobs[job_id] = (job, profile)
         self._stage(ts, ADD, job_id, lambda: self.backend.add_pod(pod, job_id, ts))
