@@ -10,6 +10,12 @@ process start-up included; CPU comes from the children's resource usage (wait4) 
 between the adapter and the Batsim it starts, from summary.json.
 
     python benchmarks/adapter_overhead.py [--batsim double|CMD] [--repeat N] [--workload W ...]
+    python benchmarks/adapter_overhead.py --in-process [--pause 0.0002]
+
+`--in-process` splits the adapter's cost from the socket's: it feeds the recorded messages straight to
+the decision process, back to back and then with a pause between messages (as live, where the adapter
+waits for Batsim after each reply), checks every reply equals the recorded one and prints the handling
+CPU of both. The gap between the two is what an idle core and caches another process used cost.
 """
 
 from __future__ import annotations
@@ -91,6 +97,36 @@ def pair(cfg: RunConfig) -> tuple[dict, dict]:
     return live, zero
 
 
+def in_process(cfg: RunConfig, pauses: list[float]) -> None:
+    from batkube_py.decision import DecisionProcess
+    from batkube_py.endpoint import long_lived_gc
+    from batkube_py.outputs import RunOutputs
+    from batkube_py.run import embedded_factory
+    from batkube_py.transcript import load
+
+    with tempfile.TemporaryDirectory(prefix="batkube-inproc-") as name:
+        tmp = Path(name)
+        adapter_run(cfg, tmp, tmp / "transcript")
+        lines = load(tmp / "transcript")
+        for pause in pauses:
+            process = DecisionProcess(embedded_factory(0), RunOutputs(tmp / f"in-{pause}"))
+            cpu = 0.0
+            with long_lived_gc():
+                for i in range(0, len(lines), 2):
+                    if pause:
+                        time.sleep(pause)
+                    start = time.thread_time()
+                    reply = process.handle(lines[i])
+                    cpu += time.thread_time() - start
+                    if reply != lines[i + 1]:
+                        sys.exit(f"{cfg.workload.name}: reply {i // 2 + 1} differs from the recorded one")
+            process.outputs.close()
+            if process.backend is not None:
+                process.backend.close()
+            what = f"{len(lines) // 2} messages handled in-process, {pause * 1e3:g} ms between messages"
+            print(f"{cfg.workload.name}: {what}: {cpu:5.2f} s CPU; replies identical", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--platform", type=Path, default=BENCH / "k8s_1000nodes.xml")
@@ -99,6 +135,8 @@ def main() -> None:
     ap.add_argument("--batsim", default="double", help="Batsim command, or `double` (the default)")
     ap.add_argument("--batsim-log", action="store_true", help="Batsim logs every message (both sides)")
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--in-process", action="store_true", help="the adapter alone, fed its transcript")
+    ap.add_argument("--pause", type=float, default=0.0002, help="seconds between messages (--in-process)")
     args = ap.parse_args()
     compile_package()
     workloads = args.workload or [BENCH / "k8s_10k_jobs.json", BENCH / "k8s_10k_jobs_overload.json"]
@@ -107,6 +145,10 @@ def main() -> None:
     for workload in workloads:
         cfg = RunConfig(platform=args.platform, workload=workload, out=Path("."), batsim=args.batsim,
                         batsim_args=extra)  # fmt: skip
+        if args.in_process:
+            for _ in range(args.repeat):
+                in_process(cfg, [0.0, args.pause])
+            continue
         ratios = []
         for i in range(args.repeat):
             live, zero = pair(cfg)
