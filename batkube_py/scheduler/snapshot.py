@@ -10,6 +10,7 @@ import numpy as np
 from kubernetes import client
 
 from batkube_py import quantities, translate
+from batkube_py.scheduler.podindex import PodIndex
 from batkube_py.scheduler.podinfo import PodInfo
 
 UNLIMITED = np.iinfo(np.int64).max // 4  # room on a node that does not model a resource
@@ -51,6 +52,7 @@ class NodeTable:
         self.labels: list[dict[str, str]] = [dict(nd.metadata.labels or {}) for nd in nodes]
         self.taints: list[list[client.V1Taint]] = [list(nd.spec.taints or []) for nd in nodes]
         self.pods_on: list[dict[str, PodInfo]] = [{} for _ in nodes]
+        self.pod_index = PodIndex(self.pods_on)  # per-node counts of pods matching selectors, kept current
         self.priorities: dict[int, int] = {}  # priority → number of placed pods
         self._label_columns: dict[str, np.ndarray] = {}
         self._label_codes: dict[str, tuple[np.ndarray, dict[str, int]]] = {}
@@ -167,6 +169,7 @@ class NodeTable:
     def _add(self, i: int, pod: PodInfo) -> None:
         self._apply(i, pod, +1)
         self.pods_on[i][pod.name] = pod
+        self.pod_index.touch(i)
         if pod.has_pod_affinity:
             self.affinity_pods[pod.name] = i
             if pod.has_required_anti_affinity:
@@ -175,6 +178,7 @@ class NodeTable:
     def _remove(self, i: int, pod: PodInfo) -> None:
         self._apply(i, pod, -1)
         del self.pods_on[i][pod.name]
+        self.pod_index.touch(i)
         self.affinity_pods.pop(pod.name, None)
         self.anti_affinity_pods.pop(pod.name, None)
 
