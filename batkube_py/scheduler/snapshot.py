@@ -73,6 +73,7 @@ class NodeTable:
         self.anti_affinity_pods: dict[str, int] = {}  # those with *required* anti-affinity (symmetry)
         # Upstream's nominator: node → the pods nominated to it by preemption, waiting for their victims.
         self.nominated: dict[int, dict[str, PodInfo]] = {}
+        self._nominated_for: dict[int, dict[int, list[PodInfo]]] = {}  # priority → nominated_for's answer
 
     def label_column(self, key: str) -> np.ndarray:
         """Every node's value for a label key (None where absent), as one column for vector matching."""
@@ -210,6 +211,30 @@ class NodeTable:
         pod.nominated_node = i
         if i is not None:
             self.nominated.setdefault(i, {})[pod.name] = pod
+        self._nominated_for.clear()
+
+    def nominated_for(self, pod: PodInfo) -> dict[int, list[PodInfo]]:
+        """addGENominatedPods: per node, the pods nominated there with priority >= the pod's, not itself.
+
+        Every cycle asks, and preemption's dry run asks once per node and victim: the answer is kept per
+        priority until a nomination changes. The lists are shared: read them, never change them.
+        """
+        hit = self._nominated_for.get(pod.priority)
+        if hit is None:
+            hit = self._nominated_for[pod.priority] = {
+                i: keep
+                for i, pods in self.nominated.items()
+                if (keep := [p for p in pods.values() if p.priority >= pod.priority])
+            }
+        i = pod.nominated_node
+        if i is None or pod not in hit.get(i, ()):
+            return hit
+        out = dict(hit)
+        if keep := [p for p in hit[i] if p is not pod]:
+            out[i] = keep
+        else:
+            del out[i]
+        return out
 
     def add_nominated(self, i: int, pods: list[PodInfo]) -> None:
         """Put nominated pods on node i for one filter pass (upstream adds them to a copy of the node)."""
