@@ -186,14 +186,17 @@ class InterPodAffinity(Plugin):
         each counted only where the ones before it pass, as upstream reports the first failure."""
         terms = terms_of(pod)
         index = nodes.pod_index
-        existing = np.zeros(len(nodes), dtype=bool)
+        existing = None  # most cycles: no assigned pod with required anti-affinity, nothing to allocate
         if nodes.anti_affinity_pods:
             for t, carried in index.carried(_required_anti).items():
                 if t.matches(pod):
-                    existing |= _by_domain(nodes, t.key, carried) > 0
-        if not terms.req_aff and not terms.req_anti and not existing.any():
+                    hit = _by_domain(nodes, t.key, carried) > 0
+                    existing = hit if existing is None else existing | hit
+        if not terms.req_aff and not terms.req_anti and (existing is None or not existing.any()):
             state[_FILTER] = None
             return SKIP
+        if existing is None:
+            existing = np.zeros(len(nodes), dtype=bool)
         aff_ok = np.ones(len(nodes), dtype=bool)
         if terms.req_aff:
             # Every term's key on the node and, in each term's domain, a pod matching all the terms;
