@@ -7,6 +7,8 @@ SelectVictimsOnNode through the filters with nominated pods), defaultpreemption 
 
 from __future__ import annotations
 
+import random
+
 from test_plugins_common import pod, table
 
 from batkube_py.cluster.embedded import EmbeddedCluster
@@ -172,3 +174,21 @@ def test_dry_runs_leave_affinity_bookkeeping_intact():
     submit(c, "hi", cpu="1", priority=5)
     placed(c)  # preemption's dry run takes "x" off n0 and puts it back
     assert c.nodes.anti_affinity_pods == {"x": 0} and c.nodes.affinity_pods == {"x": 0}
+
+
+def test_nominated_for_follows_every_nomination_change():
+    """The per-priority answer is kept between nominations: it must still be addGENominatedPods's."""
+    rng = random.Random(3)
+    nodes = table(*({"cpu": "4"} for _ in range(4)))
+    pods = [pod(f"p{k}", priority=rng.randint(0, 3)) for k in range(8)]
+    seen_self = 0
+    for _ in range(200):
+        nodes.nominate(rng.choice(pods), rng.choice([None, 0, 1, 2, 3]))
+        for p in rng.sample(pods, 3):
+            want = {}
+            for i, on in nodes.nominated.items():
+                if keep := [q for q in on.values() if q is not p and q.priority >= p.priority]:
+                    want[i] = keep
+            assert nodes.nominated_for(p) == want
+            seen_self += p.nominated_node is not None
+    assert seen_self > 0

@@ -141,16 +141,6 @@ class Decision:
     plugin_scores: dict[str, list[dict[str, int]]] = field(default_factory=dict)
 
 
-def _nominated_for(pod: PodInfo, nodes: NodeTable) -> dict[int, list[PodInfo]]:
-    """addGENominatedPods: per node, the pods nominated there with priority >= the pod's, not itself."""
-    out = {}
-    for i, pods in nodes.nominated.items():
-        keep = [p for p in pods.values() if p is not pod and p.priority >= pod.priority]
-        if keep:
-            out[i] = keep
-    return out
-
-
 @functools.lru_cache(maxsize=64)  # asked once per cycle with the same few arguments
 def num_feasible_nodes_to_find(n: int, percentage: int) -> int:
     """schedule_one.go numFeasibleNodesToFind: all nodes below 100, else an adaptive share (≥ 5 %)."""
@@ -358,7 +348,7 @@ class Profile:
             elif why is not None:
                 return plugin.name, why
         state.filters = [p for p in self.filters if p not in skipped] if skipped else self.filters
-        state.nominated = _nominated_for(pod, nodes) if nodes.nominated else {}
+        state.nominated = nodes.nominated_for(pod) if nodes.nominated else {}
         return None
 
     def schedule_one(self, pod: PodInfo, nodes: NodeTable, explain: bool = False) -> Decision:

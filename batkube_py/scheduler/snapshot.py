@@ -10,6 +10,7 @@ import numpy as np
 from kubernetes import client
 
 from batkube_py import quantities, translate
+from batkube_py.scheduler.podindex import PodIndex
 from batkube_py.scheduler.podinfo import PodInfo
 
 UNLIMITED = np.iinfo(np.int64).max // 4  # room on a node that does not model a resource
@@ -51,6 +52,7 @@ class NodeTable:
         self.labels: list[dict[str, str]] = [dict(nd.metadata.labels or {}) for nd in nodes]
         self.taints: list[list[client.V1Taint]] = [list(nd.spec.taints or []) for nd in nodes]
         self.pods_on: list[dict[str, PodInfo]] = [{} for _ in nodes]
+        self.pod_index = PodIndex(self.pods_on)  # per-node counts of pods matching selectors, kept current
         self.priorities: dict[int, int] = {}  # priority → number of placed pods
         self._label_columns: dict[str, np.ndarray] = {}
         self._label_codes: dict[str, tuple[np.ndarray, dict[str, int]]] = {}
@@ -71,6 +73,7 @@ class NodeTable:
         self.anti_affinity_pods: dict[str, int] = {}  # those with *required* anti-affinity (symmetry)
         # Upstream's nominator: node → the pods nominated to it by preemption, waiting for their victims.
         self.nominated: dict[int, dict[str, PodInfo]] = {}
+        self._nominated_for: dict[int, dict[int, list[PodInfo]]] = {}  # priority → nominated_for's answer
 
     def label_column(self, key: str) -> np.ndarray:
         """Every node's value for a label key (None where absent), as one column for vector matching."""
@@ -167,6 +170,7 @@ class NodeTable:
     def _add(self, i: int, pod: PodInfo) -> None:
         self._apply(i, pod, +1)
         self.pods_on[i][pod.name] = pod
+        self.pod_index.touch(i)
         if pod.has_pod_affinity:
             self.affinity_pods[pod.name] = i
             if pod.has_required_anti_affinity:
@@ -175,6 +179,7 @@ class NodeTable:
     def _remove(self, i: int, pod: PodInfo) -> None:
         self._apply(i, pod, -1)
         del self.pods_on[i][pod.name]
+        self.pod_index.touch(i)
         self.affinity_pods.pop(pod.name, None)
         self.anti_affinity_pods.pop(pod.name, None)
 
@@ -206,6 +211,30 @@ class NodeTable:
         pod.nominated_node = i
         if i is not None:
             self.nominated.setdefault(i, {})[pod.name] = pod
+        self._nominated_for.clear()
+
+    def nominated_for(self, pod: PodInfo) -> dict[int, list[PodInfo]]:
+        """addGENominatedPods: per node, the pods nominated there with priority >= the pod's, not itself.
+
+        Every cycle asks, and preemption's dry run asks once per node and victim: the answer is kept per
+        priority until a nomination changes. The lists are shared: read them, never change them.
+        """
+        hit = self._nominated_for.get(pod.priority)
+        if hit is None:
+            hit = self._nominated_for[pod.priority] = {
+                i: keep
+                for i, pods in self.nominated.items()
+                if (keep := [p for p in pods.values() if p.priority >= pod.priority])
+            }
+        i = pod.nominated_node
+        if i is None or pod not in hit.get(i, ()):
+            return hit
+        out = dict(hit)
+        if keep := [p for p in hit[i] if p is not pod]:
+            out[i] = keep
+        else:
+            del out[i]
+        return out
 
     def add_nominated(self, i: int, pods: list[PodInfo]) -> None:
         """Put nominated pods on node i for one filter pass (upstream adds them to a copy of the node)."""

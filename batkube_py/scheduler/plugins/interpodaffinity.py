@@ -7,14 +7,16 @@ node carrying the topology keys when it matches its own terms (the first pod of 
 pod's required affinity attracts matching pods with hardPodAffinityWeight.
 
 The plugin costs nothing when neither the pod nor any assigned pod carries pod (anti-)affinity: the
-NodeTable keeps the assigned pods that do, and both PreFilter and PreScore skip on empty sets.
+NodeTable keeps the assigned pods that do, and both PreFilter and PreScore skip on empty sets. Otherwise
+no cycle walks the assigned pods: the NodeTable's pod index (podindex.py) keeps, per node, how many
+match each of the pod's terms and how many carry each distinct term, and a topology pair's count is
+those columns summed over the nodes of the pair.
 Namespaces are not modelled as objects: a namespaceSelector is matched against the only label every
 namespace has, kubernetes.io/metadata.name.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,7 +41,7 @@ from batkube_py.scheduler.snapshot import NodeTable
 REASON_AFFINITY = "node(s) didn't match pod affinity rules"
 REASON_ANTI = "node(s) didn't match pod anti-affinity rules"
 REASON_EXISTING_ANTI = "node(s) didn't satisfy existing pods anti-affinity rules"
-_FILTER, _SCORE = "InterPodAffinity/filter", "InterPodAffinity/score"
+_FILTER, _SCORE, _SCORING = "InterPodAffinity/filter", "InterPodAffinity/score", "InterPodAffinity/scoring"
 
 
 @dataclass(frozen=True)
@@ -111,15 +113,41 @@ def terms_of(pod: PodInfo) -> Terms:
     return terms
 
 
-def _pair_array(
-    nodes: NodeTable, key: str, counts: dict[tuple[str, str], int]
-) -> tuple[np.ndarray, np.ndarray]:
-    """(codes, per-code count) for one topology key, so a node's count is arr[codes[i]]."""
+@dataclass(frozen=True)
+class _MatchingAll:
+    """An assigned pod counted for these terms (the pod index's predicate): it matches every one."""
+
+    terms: tuple[Term, ...]
+
+    def __call__(self, pod: PodInfo) -> bool:
+        ns_labels = namespace_labels(pod.namespace)
+        return all(t.matches(pod, ns_labels) for t in self.terms)
+
+
+def _required_anti(pod: PodInfo) -> tuple[Term, ...]:
+    return terms_of(pod).req_anti
+
+
+def _scoring(pod: PodInfo) -> tuple[tuple[int, Term], ...]:
+    """The terms by which an assigned pod scores incoming pods, each with its sign (0: hard affinity)."""
+    hit = pod.cache.get(_SCORING)
+    if hit is None:
+        t = terms_of(pod)
+        hit = pod.cache[_SCORING] = (
+            *((0, x) for x in t.req_aff),
+            *((1, x) for x in t.pref_aff),
+            *((-1, x) for x in t.pref_anti),
+        )
+    return hit
+
+
+def _by_domain(nodes: NodeTable, key: str, per_node: np.ndarray) -> np.ndarray:
+    """Per node, `per_node` summed over the nodes sharing its value of `key` (0 where it lacks the key):
+    upstream's counts per topology pair, read back at each node."""
     codes, table = nodes.label_codes(key)
-    arr = np.zeros(len(table) + 1, dtype=np.int64)  # last slot: nodes without the key
-    for value, c in table.items():
-        arr[c] = counts.get((key, value), 0)
-    return codes, arr
+    has = codes >= 0
+    dom = np.bincount(codes[has], weights=per_node[has], minlength=len(table) + 1)  # last slot: no key
+    return dom.astype(np.int64)[codes]
 
 
 class InterPodAffinity(Plugin):
@@ -154,30 +182,40 @@ class InterPodAffinity(Plugin):
     # ---- filter --------------------------------------------------------------------------------------
 
     def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> str | None:
+        """Per node, whether each required rule fails: (affinity, anti-affinity, existing anti-affinity),
+        each counted only where the ones before it pass, as upstream reports the first failure."""
         terms = terms_of(pod)
-        existing: dict[tuple[str, str], int] = defaultdict(int)
-        for name, i in nodes.anti_affinity_pods.items():
-            labels = nodes.labels[i]
-            for t in terms_of(nodes.pods_on[i][name]).req_anti:
-                if t.key in labels and t.matches(pod):
-                    existing[(t.key, labels[t.key])] += 1
-        if not existing and not terms.req_aff and not terms.req_anti:
+        index = nodes.pod_index
+        existing = None  # most cycles: no assigned pod with required anti-affinity, nothing to allocate
+        if nodes.anti_affinity_pods:
+            for t, carried in index.carried(_required_anti).items():
+                if t.matches(pod):
+                    hit = _by_domain(nodes, t.key, carried) > 0
+                    existing = hit if existing is None else existing | hit
+        if not terms.req_aff and not terms.req_anti and (existing is None or not existing.any()):
             state[_FILTER] = None
             return SKIP
-        aff: dict[tuple[str, str], int] = defaultdict(int)
-        anti: dict[tuple[str, str], int] = defaultdict(int)
-        if terms.req_aff or terms.req_anti:
-            for i in np.flatnonzero(nodes.pod_count):
-                labels = nodes.labels[i]
-                for p in nodes.pods_on[i].values():
-                    if terms.req_aff and all(t.matches(p) for t in terms.req_aff):
-                        for t in terms.req_aff:
-                            if t.key in labels:
-                                aff[(t.key, labels[t.key])] += 1
-                    for t in terms.req_anti:
-                        if t.key in labels and t.matches(p):
-                            anti[(t.key, labels[t.key])] += 1
-        state[_FILTER] = (terms, dict(existing), dict(aff), dict(anti))
+        if existing is None:
+            existing = np.zeros(len(nodes), dtype=bool)
+        aff_ok = np.ones(len(nodes), dtype=bool)
+        if terms.req_aff:
+            # Every term's key on the node and, in each term's domain, a pod matching all the terms;
+            # or, if no such pod is anywhere, the "first pod of the group" exception.
+            matched = index.count(_MatchingAll(terms.req_aff))
+            exist = np.ones(len(nodes), dtype=bool)
+            anywhere = False
+            for t in terms.req_aff:
+                aff_ok &= nodes.label_codes(t.key)[0] >= 0
+                dom = _by_domain(nodes, t.key, matched)
+                exist &= dom > 0
+                anywhere = anywhere or bool(dom.any())
+            if anywhere or not all(t.matches(pod) for t in terms.req_aff):
+                aff_ok &= exist
+        anti_bad = np.zeros(len(nodes), dtype=bool)
+        for t in terms.req_anti:
+            anti_bad |= _by_domain(nodes, t.key, index.count(_MatchingAll((t,)))) > 0
+        anti_bad &= aff_ok
+        state[_FILTER] = (~aff_ok, anti_bad, existing & aff_ok & ~anti_bad)
         return None
 
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> FilterResult:
@@ -186,30 +224,7 @@ class InterPodAffinity(Plugin):
         s = state[_FILTER]
         if s is None:
             return PASS
-        terms, existing, aff, anti = s
-        # Required affinity: every term's key on the node and a matching pod in its domain, or the
-        # "first pod of the group" exception.
-        has_keys = np.ones(idx.size, dtype=bool)
-        exist = np.ones(idx.size, dtype=bool)
-        for t in terms.req_aff:
-            codes, arr = _pair_array(nodes, t.key, aff)
-            c = codes[idx]
-            has_keys &= c >= 0
-            exist &= arr[c] > 0
-        if terms.req_aff and not aff and all(t.matches(pod) for t in terms.req_aff):
-            exist[:] = True
-        aff_bad = ~(has_keys & exist)
-        anti_bad = np.zeros(idx.size, dtype=bool)
-        if anti:
-            for t in terms.req_anti:
-                codes, arr = _pair_array(nodes, t.key, anti)
-                anti_bad |= arr[codes[idx]] > 0
-        anti_bad &= ~aff_bad
-        existing_bad = np.zeros(idx.size, dtype=bool)
-        for key in {k for k, _ in existing}:
-            codes, arr = _pair_array(nodes, key, existing)
-            existing_bad |= arr[codes[idx]] > 0
-        existing_bad &= ~aff_bad & ~anti_bad
+        aff_bad, anti_bad, existing_bad = (bad[idx] for bad in s)
         reasons = {}
         for reason, bad in (
             (REASON_AFFINITY, aff_bad),
@@ -229,35 +244,28 @@ class InterPodAffinity(Plugin):
         nothing_to_match = self.ignore_existing_preferred or not nodes.affinity_pods
         if idx.size == 0 or (not has_constraints and nothing_to_match):
             return SKIP
-        topo: dict[tuple[str, str], int] = defaultdict(int)
+        scores = np.zeros(len(nodes), dtype=np.int64)
+        touched = False  # upstream skips when no pair was counted at all, whatever the sums
 
-        def add(ts, other: PodInfo, labels: dict[str, str], sign: int, weight: int | None = None) -> None:
+        def add(key: str, per_node: np.ndarray, weight: int) -> None:
+            nonlocal touched
+            counts = _by_domain(nodes, key, per_node)
+            if counts.any():
+                touched = True
+                scores[:] += weight * counts
+
+        for sign, ts in ((1, terms.pref_aff), (-1, terms.pref_anti)):
             for t in ts:
-                if t.key in labels and t.matches(other):
-                    topo[(t.key, labels[t.key])] += sign * (t.weight if weight is None else weight)
-
-        if has_constraints:
-            existing = [(i, p) for i in np.flatnonzero(nodes.pod_count) for p in nodes.pods_on[i].values()]
-        else:
-            existing = [(i, nodes.pods_on[i][name]) for name, i in nodes.affinity_pods.items()]
-        for i, p in existing:
-            labels = nodes.labels[i]
-            if not labels:
-                continue
-            add(terms.pref_aff, p, labels, 1)
-            add(terms.pref_anti, p, labels, -1)
-            theirs = terms_of(p)
-            if self.hard_weight > 0:
-                add(theirs.req_aff, pod, labels, 1, self.hard_weight)
-            add(theirs.pref_aff, pod, labels, 1)
-            add(theirs.pref_anti, pod, labels, -1)
-        if not topo:
+                add(t.key, nodes.pod_index.count(_MatchingAll((t,))), sign * t.weight)
+        if nodes.affinity_pods:
+            for (sign, t), carried in nodes.pod_index.carried(_scoring).items():
+                if sign == 0 and self.hard_weight <= 0:
+                    continue
+                if t.matches(pod):
+                    add(t.key, carried, self.hard_weight if sign == 0 else sign * t.weight)
+        if not touched:
             return SKIP
-        scores = np.zeros(idx.size, dtype=np.int64)
-        for key in {k for k, _ in topo}:
-            codes, arr = _pair_array(nodes, key, topo)
-            scores += arr[codes[idx]]
-        state[_SCORE] = scores
+        state[_SCORE] = scores[idx]
         return None
 
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> np.ndarray:

@@ -93,31 +93,34 @@ class NodeResourcesFit(Plugin):
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> FilterResult:
         """fit.go's fitsRequest; a node short of several resources counts under each reason, as upstream.
 
-        Checks run on whole contiguous columns and are gathered once: cheaper than gathering each column.
+        Checks run on whole contiguous columns and are gathered once: cheaper than gathering each column,
+        unless only a few nodes are asked (nominated nodes, preemption's dry runs): those are gathered first.
         """
-        checks = [(TOO_MANY_PODS, nodes.pod_count >= nodes.alloc_pods)]
+        few = idx.size * 8 < len(nodes)
+        cols, pick = (idx, slice(None)) if few else (slice(None), idx)
+        checks = [(TOO_MANY_PODS, nodes.pod_count[cols] >= nodes.alloc_pods[cols])]
         if pod.milli_cpu > 0:
-            checks.append((INSUFFICIENT_CPU, nodes.req_cpu + pod.milli_cpu > nodes.alloc_cpu))
+            checks.append((INSUFFICIENT_CPU, nodes.req_cpu[cols] + pod.milli_cpu > nodes.alloc_cpu[cols]))
         if pod.memory > 0:
-            mem_bad = nodes.req_mem + pod.memory > nodes.alloc_mem
-            mem_bad &= nodes.mem_limited
+            mem_bad = nodes.req_mem[cols] + pod.memory > nodes.alloc_mem[cols]
+            mem_bad &= nodes.mem_limited[cols]
             checks.append((INSUFFICIENT_MEMORY, mem_bad))
         for r, q in sorted(pod.extended.items()):
             if q == 0 or self._ignored(r):
                 continue
             if r in nodes.alloc_ext:
-                checks.append((f"Insufficient {r}", nodes.req_ext[r] + q > nodes.alloc_ext[r]))
+                checks.append((f"Insufficient {r}", nodes.req_ext[r][cols] + q > nodes.alloc_ext[r][cols]))
             else:
-                checks.append((f"Insufficient {r}", np.ones(len(nodes), dtype=bool)))
+                checks.append((f"Insufficient {r}", np.ones(checks[0][1].size, dtype=bool)))
         bad_all = checks[0][1].copy()
         for _, bad in checks[1:]:
             bad_all |= bad
-        bad_any = bad_all[idx]
+        bad_any = bad_all[pick]
         if not bad_any.any():
             return FilterResult(~bad_any)
         reasons, masks = {}, {}
         for reason, bad in checks:
-            given = bad[idx]
+            given = bad[pick]
             if (n := int(np.count_nonzero(given))) > 0:
                 reasons[reason] = n
                 masks[reason] = given

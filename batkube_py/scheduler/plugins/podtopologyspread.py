@@ -86,21 +86,22 @@ def parse(c: client.V1TopologySpreadConstraint | dict, pod_labels: dict[str, str
     )
 
 
-def match_counts(nodes: NodeTable, selector: LabelSelector, namespace: str, cache: dict) -> np.ndarray:
-    """Per node, the pods of `namespace` the selector matches (cached per selector for one cycle)."""
-    hit = cache.get(selector)
-    if hit is not None:
-        return hit
-    counts = np.zeros(len(nodes), dtype=np.int64)
-    if not selector.empty and not selector.nothing:
-        for i in np.flatnonzero(nodes.pod_count):
-            counts[i] = sum(
-                1
-                for p in nodes.pods_on[i].values()
-                if p.namespace == namespace and selector.matches(p.labels)
-            )
-    cache[selector] = counts
-    return counts
+@dataclass(frozen=True)
+class _Selected:
+    """countPodsMatchSelector's test of one assigned pod: same namespace, labels matched."""
+
+    namespace: str
+    selector: LabelSelector
+
+    def __call__(self, pod: PodInfo) -> bool:
+        return pod.namespace == self.namespace and self.selector.matches(pod.labels)
+
+
+def match_counts(nodes: NodeTable, selector: LabelSelector, namespace: str) -> np.ndarray:
+    """Per node, the pods of `namespace` the selector matches (an empty or nil selector: none)."""
+    if selector.empty or selector.nothing:
+        return np.zeros(len(nodes), dtype=np.int64)
+    return nodes.pod_index.count(_Selected(namespace, selector))
 
 
 class PodTopologySpread(Plugin):
@@ -188,12 +189,11 @@ class PodTopologySpread(Plugin):
         has_all = np.ones(len(nodes), dtype=bool)
         for c in cons:
             has_all &= nodes.label_codes(c.key)[0] >= 0
-        cache: dict = {}
         per = []
         for c in cons:
             codes, table = nodes.label_codes(c.key)
             ok = self._eligible(pod, nodes, c, has_all)
-            counts = match_counts(nodes, c.selector, pod.namespace, cache)
+            counts = match_counts(nodes, c.selector, pod.namespace)
             dom = np.bincount(codes[ok], weights=counts[ok], minlength=len(table)).astype(np.int64)
             present = np.bincount(codes[ok], minlength=len(table)) > 0
             n_domains = int(present.sum())
@@ -243,11 +243,10 @@ class PodTopologySpread(Plugin):
                 has_all &= nodes.label_codes(c.key)[0] >= 0
         ignored = ~has_all[idx]
         kept = idx[~ignored]
-        cache: dict = {}
         scores = np.zeros(idx.size, dtype=np.float64)
         for c in cons:
             codes, table = nodes.label_codes(c.key)
-            counts = match_counts(nodes, c.selector, pod.namespace, cache)
+            counts = match_counts(nodes, c.selector, pod.namespace)
             node_codes = codes[idx]
             if c.key == HOSTNAME:
                 size = int(kept.size)
