@@ -258,7 +258,8 @@ def pod_from_job(
     Workloads submit thousands of jobs that carry nothing but a profile's name, and their profiles
     differ mostly in what a pod does not model (the delay: 7,139 profiles, 25 pod shapes in the 10k
     bench). The checked shape of such a job is kept per content of the fields that shape a pod (JSON,
-    key order kept), so a profile changed in place is checked afresh; each pod then costs three copies.
+    key order kept), so a profile changed in place is checked afresh; each pod then costs five shallow
+    copies (its container and requests its own: callers edit them).
     """
     res = job.get("res") if job is not None else None
     if job is None or profile is None or res != 1 or isinstance(res, bool) or not _JOB_KEYS.isdisjoint(job):
@@ -286,7 +287,13 @@ def _assemble(job_id: str, name: str, shape: _Shape) -> client.V1Pod:
     meta = {"name": name, "namespace": NAMESPACE, "annotations": {JOB_ID_ANNOTATION: job_id}}
     if shape.labels:
         meta["labels"] = dict(shape.labels)
-    spec = _SPEC.model_copy(update={**shape.spec, "containers": [shape.container]})
+    # the container is the part callers edit (requests): each pod gets its own, not the cached shape's
+    res = shape.container.resources
+    own = res.model_copy(
+        update={"requests": res.requests and dict(res.requests), "limits": res.limits and dict(res.limits)}
+    )
+    container = shape.container.model_copy(update={"resources": own})
+    spec = _SPEC.model_copy(update={**shape.spec, "containers": [container]})
     return _POD.model_copy(update={"metadata": _META.model_copy(update=meta), "spec": spec})
 
 

@@ -129,8 +129,10 @@ def test_pod_shapes_are_shared_by_content_and_rechecked_when_a_profile_changes()
     pb = translate.pod_from_job("w!2", job, b, "pb")
     assert pa.spec == pb.spec and pa.metadata.labels == pb.metadata.labels == {"app": "x"}
     assert (pa.metadata.name, pb.metadata.name) == ("pa", "pb")
-    pb.metadata.labels["app"] = "changed"  # a pod's labels are its own, not the shared shape's
-    assert translate.pod_from_job("w!3", job, a, "pc").metadata.labels == {"app": "x"}
+    pb.metadata.labels["app"] = "changed"  # a pod's labels and requests are its own, not the shape's
+    pb.spec.containers[0].resources.requests["nvidia.com/gpu"] = "1"
+    pc = translate.pod_from_job("w!3", job, a, "pc")
+    assert pc.metadata.labels == {"app": "x"} and pc.spec.containers[0].resources.requests == {"cpu": "2"}
     a["cpu"] = "3"  # changed in place: a new shape
     assert translate.pod_from_job("w!4", job, a, "pd").spec.containers[0].resources.requests == {"cpu": "3"}
     a["cpu"] = "-1"  # and checked again
