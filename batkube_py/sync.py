@@ -380,12 +380,15 @@ class TimeoutPolicy:
         return got
 
     def next_wakeup(self, now: float, view: ClusterView) -> float | None:
-        if view.unbound(None) == 0 and view.running() == 0:
+        # a binding seen but not yet handed out (one per step) is a job Batsim still has pending: without
+        # a wake-up for it, a cluster with nothing running would end in SimGrid's deadlock
+        pending = view.unbound(None) + view.new_bindings()
+        if pending == 0 and view.running() == 0:
             return None  # Batkube's end condition: nothing left that a wake-up could serve
         if not self.first_decision:
             step = self.opts.base_step / 5
-        elif self.opts.fast_forward and view.unbound(None) == 0:
-            return None
+        elif self.opts.fast_forward and pending == 0:
+            return None  # fast-forward on no pending jobs: the next Batsim event comes by itself
         else:
             self.step = min(self.step * self.opts.multiplier, self.opts.max_step)
             step = self.step

@@ -222,8 +222,8 @@ def test_api_errors_are_retried_a_bounded_number_of_times():
 class _View:
     """Just what TimeoutPolicy reads."""
 
-    def __init__(self, bindings: int):
-        self.bindings = bindings
+    def __init__(self, bindings: int, running: int = 1, unbound: int = 1):
+        self.bindings, self._running, self._unbound = bindings, running, unbound
 
     def new_bindings(self) -> int:
         return self.bindings
@@ -232,10 +232,10 @@ class _View:
         time.sleep(timeout)
 
     def running(self) -> int:
-        return 1
+        return self._running
 
     def unbound(self, kube) -> int:
-        return 1
+        return self._unbound
 
 
 def test_timeout_policy_hands_out_one_binding_per_step_even_with_min_delay_above_the_timeout():
@@ -249,6 +249,20 @@ def test_timeout_policy_hands_out_one_binding_per_step_even_with_min_delay_above
     quick = TimeoutPolicy(SyncOptions(policy="timeout", timeout=0.05, min_delay=0.0))
     t0 = time.monotonic()
     assert quick.settle(_View(1)) == 1 and time.monotonic() - t0 < 0.05
+
+
+def test_timeout_policy_wakes_up_for_bindings_not_yet_handed_out():
+    """Found in the max-timestep sweep: with fast-forward on, the last pods bound but still queued for
+    one-per-step hand-out, and nothing running, no wake-up was asked and Batsim deadlocked."""
+    from batkube_py.sync import TimeoutPolicy
+
+    opts = SyncOptions(policy="timeout", fast_forward=True, base_step=0.01, max_step=100)
+    policy = TimeoutPolicy(opts)
+    policy.first_decision = True
+    assert policy.next_wakeup(500.0, _View(3, running=0, unbound=0)) is not None
+    assert policy.next_wakeup(500.0, _View(0, running=2, unbound=0)) is None  # fast-forward
+    assert policy.next_wakeup(500.0, _View(0, running=0, unbound=0)) is None  # nothing left at all
+    assert TimeoutPolicy(SyncOptions(policy="timeout")).next_wakeup(9.0, _View(2, running=0, unbound=0)) > 9.0
 
 
 def test_priority_class_not_yet_admitted_is_retried():
