@@ -31,11 +31,12 @@ def transient(exc: ApiException) -> bool:
 class ApiCalls:
     """Retries what a restarting apiserver or an overloaded one (429/5xx) makes fail, a bounded number
     of times, then fails with a clear error; remembers that an outage happened (the settle policy's
-    event counts are then off until it rebases them)."""
+    event counts are then off until it rebases them), and when the last call returned."""
 
     def __init__(self, retries: int = 8, parallel: int = 4):
         self.retries = retries
         self.outage = False
+        self.last_return = time.monotonic()
         self._parallel = parallel
         self._pool: ThreadPoolExecutor | None = None
 
@@ -45,9 +46,12 @@ class ApiCalls:
         delay = 0.05
         for attempt in range(self.retries + 1):
             try:
-                return fn(*args, _request_timeout=10, **kw)
+                out = fn(*args, _request_timeout=10, **kw)
+                self.last_return = time.monotonic()
+                return out
             except ApiException as exc:
                 if exc.status in ok:
+                    self.last_return = time.monotonic()
                     return None
                 if not transient(exc) or attempt == self.retries:
                     raise BackendError(f"Kubernetes API: {what} failed: {exc.status} {exc.reason}") from None

@@ -355,7 +355,11 @@ class ApiServerCluster(expedite.BackoffExpedite):
         return len(self.watch.bound)
 
     def last_event_age(self) -> float:
-        return time.monotonic() - self.watch.last_event
+        """Since the last pod event or the adapter's last write, whichever came later: a write's events
+        reach the watches a moment after it returns, so a quiet period measured from an older event
+        let a scheduler without metrics miss a pod the adapter had just deleted (its binding landed a
+        step late)."""
+        return time.monotonic() - max(self.watch.last_event, self.calls.last_return)
 
     def wait_event(self, timeout: float) -> None:
         if self.watch.error:
