@@ -52,6 +52,7 @@ class NodeResourcesFit(Plugin):
 
     name = "NodeResourcesFit"
     filters = True
+    reads = "requests"
     scores = True
 
     def __init__(
