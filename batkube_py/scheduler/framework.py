@@ -90,8 +90,8 @@ class Plugin:
     filters = False
     scores = False
     # What its PreFilter and Filter verdicts on a node read besides the pod: "node" (that node's labels,
-    # taints and spec), "requests" (also its pods' requests), "cluster" (any pod anywhere). Nominated
-    # pods and preemption's dry runs skip work whose outcome this rules out.
+    # taints and spec), "requests" (also the request sums NodeTable keeps for it, not its pods), "cluster"
+    # (any pod anywhere). Nominated pods and preemption's dry runs skip work this rules out.
     reads = "cluster"
 
     # Events whose QueueingHint depends on the event and the pod; for the other registered events the

@@ -32,13 +32,19 @@ def _chain_with(profile: Profile, state: CycleState, pod: PodInfo, nodes: NodeTa
     """
     with_them = type(state)()
     with_them.filters, with_them.nominated = state.filters, {}
-    added = [(i, state.nominated[i]) for i in idx.tolist()]
-    for i, pods in added:
+    added = [state.nominated[i] for i in idx.tolist()]
+    if node_local(state.filters):  # their requests are all such filters read of the pods
+        nodes.reserve_many(idx, added, +1)
+        try:
+            return profile._filter_chain(with_them, pod, nodes, idx)
+        finally:
+            nodes.reserve_many(idx, added, -1)
+    for i, pods in zip(idx.tolist(), added, strict=True):
         nodes.add_nominated(i, pods)
     try:
         return profile._filter_chain(with_them, pod, nodes, idx)
     finally:
-        for i, pods in added:
+        for i, pods in zip(idx.tolist(), added, strict=True):
             nodes.remove_nominated(i, pods)
 
 
@@ -65,6 +71,33 @@ def fail_with_nominated(profile: Profile, state: CycleState, pod: PodInfo, nodes
     return np.array(bad, dtype=bool)
 
 
+def _reasons_by_node(levels: list) -> dict[int, list[str]] | None:
+    """Each rejected node's reasons, in the order a chain on that node alone lists them; None when a
+    filter gives several reasons without saying which node has which."""
+    out: dict[int, list[str]] = {}
+    for _, given, result in levels:
+        masks = result.masks
+        if masks is None:
+            if len(result.reasons) > 1:
+                return None
+            masks = {reason: ~result.feasible for reason in result.reasons}
+        for reason in result.reasons:
+            for i in given[masks[reason]].tolist():
+                out.setdefault(i, []).append(reason)
+    return out
+
+
+def _batched(profile: Profile, state: CycleState, pod: PodInfo, nodes: NodeTable, on: np.ndarray):
+    """(feasible nodes, each failing node's reasons, rejecting plugins) of the nominated nodes `on`,
+    from one chain with the nominated pods and one without; None if the reasons cannot be told apart."""
+    good, _, by_with, with_levels = _chain_with(profile, state, pod, nodes, on)
+    kept, _, by_alone, alone_levels = profile._filter_chain(state, pod, nodes, good)
+    per_with, per_alone = _reasons_by_node(with_levels), _reasons_by_node(alone_levels)
+    if per_with is None or per_alone is None:
+        return None
+    return set(kept.tolist()), per_with | per_alone, by_with | by_alone
+
+
 def filter_nodes(profile: Profile, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray):
     """_filter_chain with the nominated pods on their nodes: such a node passes if the filters pass
     with those pods and again without them; if it fails with them, their reasons are its reasons.
@@ -73,19 +106,21 @@ def filter_nodes(profile: Profile, state: CycleState, pod: PodInfo, nodes: NodeT
     kept, reasons, rejected, _ = profile._filter_chain(state, pod, nodes, idx[~on_nominated])
     feasible = set(kept.tolist())
     on = idx[on_nominated]
-    failing = on.tolist()
-    if on.size > 1 and node_local(state.filters):
-        # verdicts for all at once; the failing nodes, usually few, then give their reasons in order
-        good = on[~fail_with_nominated(profile, state, pod, nodes, on)]
-        passed = profile._filter_chain(state, pod, nodes, good)[0].tolist()
-        feasible.update(passed)
-        failing = [i for i in failing if i not in feasible]
-    for i in failing:
-        ok, why, by = _one(profile, state, pod, nodes, i)
-        if ok:
-            feasible.add(i)
-        for reason, k in why.items():
-            reasons[reason] = reasons.get(reason, 0) + k
+    batched = _batched(profile, state, pod, nodes, on) if on.size > 1 and node_local(state.filters) else None
+    if batched is not None:
+        passed, why, by = batched
+        feasible |= passed
         rejected |= by
+        for i in on.tolist():  # merged node by node, as one chain per node would list them
+            for reason in why.get(i, ()):
+                reasons[reason] = reasons.get(reason, 0) + 1
+    else:
+        for i in on.tolist():
+            ok, why, by = _one(profile, state, pod, nodes, i)
+            if ok:
+                feasible.add(i)
+            for reason, k in why.items():
+                reasons[reason] = reasons.get(reason, 0) + k
+            rejected |= by
     keep = np.fromiter((i in feasible for i in idx.tolist()), dtype=bool, count=idx.size)
     return idx[keep], reasons, rejected, None

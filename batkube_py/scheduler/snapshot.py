@@ -6,6 +6,8 @@ synchronously at one simulated instant, so the live table *is* the snapshot of t
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 import numpy as np
 from kubernetes import client
 
@@ -14,6 +16,11 @@ from batkube_py.scheduler.podindex import PodIndex
 from batkube_py.scheduler.podinfo import PodInfo
 
 UNLIMITED = np.iinfo(np.int64).max // 4  # room on a node that does not model a resource
+
+
+def _sums(pods: list[list[PodInfo]], field: str) -> np.ndarray:
+    get = attrgetter(field)
+    return np.fromiter((sum(map(get, ps)) for ps in pods), dtype=np.int64, count=len(pods))
 
 
 class InvariantViolation(AssertionError):
@@ -196,6 +203,22 @@ class NodeTable:
     def reserve(self, i: int, pod: PodInfo, sign: int) -> None:
         """Count (or stop counting) a pod's requests on node i, without placing it."""
         self._apply(i, pod, sign)
+
+    def reserve_many(self, idx: np.ndarray, pods: list[list[PodInfo]], sign: int) -> None:
+        """reserve() of the pods pods[k] on node idx[k], for every k at once (idx without repeats)."""
+        cpu, mem = sign * _sums(pods, "milli_cpu"), sign * _sums(pods, "memory")
+        count = sign * np.fromiter(map(len, pods), dtype=np.int64, count=len(pods))
+        self.req_cpu[idx] += cpu
+        self.req_mem[idx] += mem
+        self.nz_cpu[idx] += sign * _sums(pods, "nonzero_cpu")
+        self.nz_mem[idx] += sign * _sums(pods, "nonzero_memory")
+        self.pod_count[idx] += count
+        self.free_cpu[idx] -= cpu
+        self.free_mem[idx] -= np.where(self.mem_limited[idx], mem, 0)
+        self.free_pods[idx] -= count
+        for r in {r for ps in pods for p in ps for r in p.extended if r in self.req_ext}:
+            per_node = (sum(p.extended.get(r, 0) for p in ps) for ps in pods)
+            self.req_ext[r][idx] += sign * np.fromiter(per_node, dtype=np.int64, count=len(pods))
 
     def release(self, i: int, pod: PodInfo) -> None:
         self._remove(i, pod)
