@@ -12,6 +12,9 @@ when that does not hold, and the general dry run decides.
 from __future__ import annotations
 
 import math
+from operator import attrgetter
+
+import numpy as np
 
 from batkube_py.scheduler.framework import CycleState, Profile
 from batkube_py.scheduler.plugins.interpodaffinity import InterPodAffinity
@@ -25,57 +28,60 @@ from batkube_py.scheduler.snapshot import NodeTable
 _SKIP_STAYS = (InterPodAffinity, PodTopologySpread)
 
 
+def _one(p: PodInfo) -> int:
+    return 1
+
+
 class RequestsDryRun:
     """selectVictimsOnNode for one preemptor, on the room left per resource that the fit check reads."""
 
     def __init__(self, pod: PodInfo, nodes: NodeTable, state: CycleState, fit: NodeResourcesFit):
-        self.pod, self.nodes, self.nominated = pod, nodes, state.nominated
-        ok = None
+        self.pod, self.nodes = pod, nodes
+        ok = np.ones(len(nodes), dtype=bool)
         for plugin in state.filters:
             if plugin.reads == "node" and (mask := plugin.feasible_mask(state, pod, nodes)) is not None:
-                ok = mask if ok is None else ok & mask
-        self.candidates = nodes.all if ok is None else ok.nonzero()[0]
-        self.cpu, self.mem, self.ext = pod.milli_cpu > 0, pod.memory > 0, fit.checked_extended(pod)
-        # rooms[d][i]: what node i would have left of resource d with the pod on it; it fits if all >= 0
-        rooms = [(nodes.free_pods - 1).tolist()]
-        if self.cpu:
-            rooms.append((nodes.free_cpu - pod.milli_cpu).tolist())
-        if self.mem:
-            room = (nodes.free_mem - pod.memory).tolist()
-            for i in (~nodes.mem_limited).nonzero()[0].tolist():
-                room[i] = math.inf  # a node that models no memory never lacks it
-            rooms.append(room)
-        for r in self.ext:
+                ok &= mask
+        # per resource the fit check reads: (what is free, allocatable, what the pod asks, use of a pod)
+        dims = [(nodes.free_pods, nodes.alloc_pods, 1, _one)]
+        if pod.milli_cpu > 0:
+            dims.append((nodes.free_cpu, nodes.alloc_cpu, pod.milli_cpu, attrgetter("milli_cpu")))
+        if pod.memory > 0:
+            dims.append((nodes.free_mem, nodes.alloc_mem, pod.memory, attrgetter("memory")))
+        for r in fit.checked_extended(pod):
             if r not in nodes.alloc_ext:
-                self.candidates = self.candidates[:0]  # no node offers it: no removal makes room
+                ok[:] = False  # no node offers it: no removal makes room
                 break
-            rooms.append((nodes.alloc_ext[r] - nodes.req_ext[r] - pod.extended[r]).tolist())
-        self.rooms = rooms
-
-    def usage(self, p: PodInfo) -> list[int]:
-        u = [1]
-        if self.cpu:
-            u.append(p.milli_cpu)
-        if self.mem:
-            u.append(p.memory)
-        u.extend(p.extended.get(r, 0) for r in self.ext)
-        return u
+            alloc, use = nodes.alloc_ext[r], lambda p, r=r: p.extended.get(r, 0)
+            dims.append((alloc - nodes.req_ext[r], alloc, pod.extended[r], use))
+        on = np.fromiter(state.nominated, dtype=np.int64, count=len(state.nominated))
+        self.rooms, self.uses = [], []
+        for free, alloc, need, use in dims:
+            # what each node would have left with the pod and the pods nominated there on it
+            taken = np.fromiter((sum(map(use, ps)) for ps in state.nominated.values()), np.int64, on.size)
+            room, best = free - need, alloc - need  # best: had the node no pods at all
+            room[on] -= taken
+            best[on] -= taken
+            room = room.tolist()
+            if free is nodes.free_mem:  # a node that models no memory never lacks it
+                best[~nodes.mem_limited] = 0
+                for i in (~nodes.mem_limited).nonzero()[0].tolist():
+                    room[i] = math.inf
+            ok &= best >= 0  # no room even with every pod gone: no victims can make it
+            self.rooms.append(room)
+            self.uses.append(use)
+        self.candidates = ok.nonzero()[0]
 
     def victims_on(self, i: int, reprieve_order) -> list[PodInfo] | None:
         """The general dry run's answer for node i, reached without touching the node."""
         lower = [p for p in self.nodes.pods_on[i].values() if p.priority < self.pod.priority]
         if not lower:
             return None
-        room = [col[i] for col in self.rooms]
-        for p in self.nominated.get(i, ()):
-            room = [r - x for r, x in zip(room, self.usage(p), strict=True)]
-        for p in lower:
-            room = [r + x for r, x in zip(room, self.usage(p), strict=True)]
+        room = [col[i] + sum(map(use, lower)) for col, use in zip(self.rooms, self.uses, strict=True)]
         if min(room) < 0:
             return None
         victims = []
         for p in reprieve_order(lower):
-            after = [r - x for r, x in zip(room, self.usage(p), strict=True)]
+            after = [r - use(p) for r, use in zip(room, self.uses, strict=True)]
             if min(after) >= 0:
                 room = after
             else:
