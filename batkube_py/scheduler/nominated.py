@@ -32,13 +32,13 @@ def _chain_with(profile: Profile, state: CycleState, pod: PodInfo, nodes: NodeTa
     """
     with_them = type(state)()
     with_them.filters, with_them.nominated = state.filters, {}
-    added = [state.nominated[i] for i in idx.tolist()]
     if node_local(state.filters):  # their requests are all such filters read of the pods
-        nodes.reserve_many(idx, added, +1)
+        nodes.reserve_nominated(idx, state.nominated, +1)
         try:
             return profile._filter_chain(with_them, pod, nodes, idx)
         finally:
-            nodes.reserve_many(idx, added, -1)
+            nodes.reserve_nominated(idx, state.nominated, -1)
+    added = [state.nominated[i] for i in idx.tolist()]
     for i, pods in zip(idx.tolist(), added, strict=True):
         nodes.add_nominated(i, pods)
     try:
