@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from batkube_py.scheduler import nominated
 from batkube_py.scheduler.podinfo import PodInfo
 from batkube_py.scheduler.snapshot import NodeTable
 
@@ -88,6 +89,10 @@ class Plugin:
     name = ""
     filters = False
     scores = False
+    # What its PreFilter and Filter verdicts on a node read besides the pod: "node" (that node's labels,
+    # taints and spec), "requests" (also the request sums NodeTable keeps for it, not its pods), "cluster"
+    # (any pod anywhere). Nominated pods and preemption's dry runs skip work this rules out.
+    reads = "cluster"
 
     # Events whose QueueingHint depends on the event and the pod; for the other registered events the
     # hint is Queue (upstream: no QueueingHintFn, or one that always queues for the events raised here).
@@ -194,9 +199,9 @@ class Profile:
                 ok = mask if ok is None else ok & mask
         if state.nominated:
             ok = np.ones(len(nodes), dtype=bool) if ok is None else ok.copy()  # masks may be live columns
-            for i in state.nominated:
-                if ok[i] and not self._passes_with_nominated(state, pod, nodes, i)[0]:
-                    ok[i] = False
+            on = np.fromiter(state.nominated, dtype=np.int64)
+            on = on[ok[on]]
+            ok[on[nominated.fail_with_nominated(self, state, pod, nodes, on)]] = False
         fits = nodes.all if ok is None else ok.nonzero()[0]
         if fits.size == 0:
             return None
@@ -274,54 +279,14 @@ class Profile:
         return idx, reasons, rejected, levels
 
     def _filter_nodes(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray):
-        """_filter_chain, with the nominated pods on their nodes as RunFilterPluginsWithNominatedPods
-        has them: such a node passes if the filters pass with those pods and again without them; if it
-        fails with them, their reasons are its reasons. No per-filter levels then (None)."""
         if not state.nominated:
             return self._filter_chain(state, pod, nodes, idx)
-        on_nominated = np.isin(idx, np.fromiter(state.nominated, dtype=np.int64))
-        kept, reasons, rejected, _ = self._filter_chain(state, pod, nodes, idx[~on_nominated])
-        feasible = set(kept.tolist())
-        for i in idx[on_nominated].tolist():
-            ok, why, by = self._passes_with_nominated(state, pod, nodes, i)
-            if ok:
-                ok, why, by = self._passes_alone(state, pod, nodes, i)
-            if ok:
-                feasible.add(i)
-            for reason, k in why.items():
-                reasons[reason] = reasons.get(reason, 0) + k
-            rejected |= by
-        keep = np.fromiter((i in feasible for i in idx.tolist()), dtype=bool, count=idx.size)
-        return idx[keep], reasons, rejected, None
-
-    def _passes_alone(self, state: CycleState, pod: PodInfo, nodes: NodeTable, i: int):
-        kept, reasons, rejected, _ = self._filter_chain(state, pod, nodes, np.array([i]))
-        return kept.size == 1, reasons, rejected
-
-    def _passes_with_nominated(self, state: CycleState, pod: PodInfo, nodes: NodeTable, i: int):
-        """(passes, reasons, rejecting plugins) of node i with its nominated pods on it.
-
-        The PreFilter states are computed afresh with the pods there, which is what upstream's
-        PreFilterExtensions.AddPod does to a copy of the cycle state; skipped plugins stay skipped.
-        """
-        added = state.nominated.get(i)
-        if not added:
-            return True, {}, set()
-        with_them = CycleState()
-        with_them.filters, with_them.nominated = state.filters, {}
-        nodes.add_nominated(i, added)
-        try:
-            return self._passes_alone(with_them, pod, nodes, i)
-        finally:
-            nodes.remove_nominated(i, added)
+        return nominated.filter_nodes(self, state, pod, nodes, idx)
 
     def passes(self, state: CycleState, pod: PodInfo, nodes: NodeTable, i: int) -> bool:
         """Whether node i passes every filter, nominated pods counted (one node's RunFilterPlugins-
         WithNominatedPods): the nominated node's shortcut and preemption's dry run ask this."""
-        return (
-            self._passes_with_nominated(state, pod, nodes, i)[0]
-            and self._passes_alone(state, pod, nodes, i)[0]
-        )
+        return nominated.passes(self, state, pod, nodes, i)
 
     def _recount(self, state: CycleState, pod: PodInfo, nodes: NodeTable, processed: int):
         s = self.next_start

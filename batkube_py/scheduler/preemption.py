@@ -6,7 +6,9 @@ every lower-priority pod is removed, the pod must then pass every filter, and th
 reprieved one by one, most important first, while the pod still fits. The node is chosen by: lowest
 highest-victim priority, then lowest priority sum, then fewest victims, then the latest start of the
 highest-priority victims, then the first candidate. The preemptor is nominated to that node; the
-victims leave once Batsim reports them killed.
+victims leave once Batsim reports them killed. When only resource fit can change as pods come off a
+node, dryrun.py reaches the same victims by arithmetic instead of running the filters again.
+PodDisruptionBudgets play no part: the twin has none, so no candidate violates one.
 """
 
 from __future__ import annotations
@@ -14,6 +16,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
+from batkube_py.scheduler.dryrun import requests_dry_run
 from batkube_py.scheduler.framework import CycleState, Profile
 from batkube_py.scheduler.podinfo import PodInfo
 from batkube_py.scheduler.snapshot import NodeTable
@@ -79,8 +84,17 @@ def _rank(victims: list[PodInfo]) -> tuple:
     return (top, sum(v.priority + _PRIORITY_OFFSET for v in victims), len(victims), -earliest_top)
 
 
-def preempt(profile: Profile, pod: PodInfo, nodes: NodeTable) -> Preemption | None:
-    """Where `pod` could run after evicting lower-priority pods, or None (no node, or not allowed)."""
+def _dry_run(profile: Profile, pod: PodInfo, nodes: NodeTable, fast: bool):
+    """(nodes that can be candidates, victims per node): the arithmetic dry run when it applies."""
+    dry = requests_dry_run(profile, pod, nodes) if fast else None
+    if dry is None:
+        return nodes.all, lambda i: _victims_on(profile, pod, nodes, i)
+    return dry.candidates, lambda i: dry.victims_on(i, _more_important_first)
+
+
+def preempt(profile: Profile, pod: PodInfo, nodes: NodeTable, fast: bool = True) -> Preemption | None:
+    """Where `pod` could run after evicting lower-priority pods, or None (no node, or not allowed).
+    `fast=False` forces the general dry run (tests compare the two)."""
     args = profile.preemption
     if args is None or pod.pod.spec.preemption_policy == "Never" or len(nodes) == 0:
         return None
@@ -90,14 +104,15 @@ def preempt(profile: Profile, pod: PodInfo, nodes: NodeTable) -> Preemption | No
     n = len(nodes)
     want = min(n, max(n * args.min_candidate_nodes_percentage // 100, args.min_candidate_nodes_absolute))
     offset = int(profile.rng.integers(n))
+    candidates, victims_on = _dry_run(profile, pod, nodes, fast)
+    start = int(np.searchsorted(candidates, offset))
     best: tuple | None = None
     found = 0
-    for k in range(n):
-        i = (offset + k) % n
-        victims = _victims_on(profile, pod, nodes, i)
+    for i in [*candidates[start:].tolist(), *candidates[:start].tolist()]:
+        victims = victims_on(i)
         if not victims:
             continue
-        key = (_rank(victims), k)
+        key = (_rank(victims), (i - offset) % n)
         if best is None or key < best[0]:
             best = (key, i, victims)
         found += 1
@@ -108,9 +123,10 @@ def preempt(profile: Profile, pod: PodInfo, nodes: NodeTable) -> Preemption | No
     return Preemption(best[1], best[2])
 
 
-def best_candidates(profile: Profile, pod: PodInfo, nodes: NodeTable) -> list[int]:
+def best_candidates(profile: Profile, pod: PodInfo, nodes: NodeTable, fast: bool = True) -> list[int]:
     """Every node preemption could choose for `pod`: those whose victims rank best. Upstream takes the
     first of them in an order that starts at a random offset, so any of them is a correct choice."""
-    ranked = [(_rank(v), i) for i in range(len(nodes)) if (v := _victims_on(profile, pod, nodes, i))]
+    candidates, victims_on = _dry_run(profile, pod, nodes, fast)
+    ranked = [(_rank(v), i) for i in candidates.tolist() if (v := victims_on(i))]
     best = min((key for key, _ in ranked), default=None)
     return [i for key, i in ranked if key == best]

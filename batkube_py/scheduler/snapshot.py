@@ -6,6 +6,8 @@ synchronously at one simulated instant, so the live table *is* the snapshot of t
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 import numpy as np
 from kubernetes import client
 
@@ -14,6 +16,14 @@ from batkube_py.scheduler.podindex import PodIndex
 from batkube_py.scheduler.podinfo import PodInfo
 
 UNLIMITED = np.iinfo(np.int64).max // 4  # room on a node that does not model a resource
+
+
+def _count(pod: PodInfo) -> int:
+    return 1
+
+
+def _extended(name: str):
+    return lambda pod: pod.extended.get(name, 0)
 
 
 class InvariantViolation(AssertionError):
@@ -74,6 +84,7 @@ class NodeTable:
         # Upstream's nominator: node → the pods nominated to it by preemption, waiting for their victims.
         self.nominated: dict[int, dict[str, PodInfo]] = {}
         self._nominated_for: dict[int, dict[int, list[PodInfo]]] = {}  # priority → nominated_for's answer
+        self._nominated_req: tuple[dict, dict[str, np.ndarray]] | None = None
 
     def label_column(self, key: str) -> np.ndarray:
         """Every node's value for a label key (None where absent), as one column for vector matching."""
@@ -204,6 +215,8 @@ class NodeTable:
     def nominate(self, pod: PodInfo, i: int | None) -> None:
         """Record the node a preemptor waits for (None: clear it), as upstream's nominator does."""
         old = pod.nominated_node
+        if old is None and i is None:  # every binding asks: the kept nominated_for answers still hold
+            return
         if old is not None and (on := self.nominated.get(old)) is not None:
             on.pop(pod.name, None)
             if not on:
@@ -235,6 +248,41 @@ class NodeTable:
         else:
             del out[i]
         return out
+
+    def _nominated_requests(self, nominated: dict[int, list[PodInfo]]) -> dict[str, np.ndarray]:
+        """Per node, the requests of its pods in `nominated` (a nominated_for answer), by PodInfo field.
+
+        Kept for the last answer asked about: every pod of a priority gets the same answer, unchanged,
+        until a nomination changes.
+        """
+        if self._nominated_req is not None and self._nominated_req[0] is nominated:
+            return self._nominated_req[1]
+        on = np.fromiter(nominated, dtype=np.int64, count=len(nominated))
+        lists = list(nominated.values())
+        names = {r for ps in lists for p in ps for r in p.extended if r in self.req_ext}
+        cols = {}
+        for field in ("milli_cpu", "memory", "nonzero_cpu", "nonzero_memory", "count", *sorted(names)):
+            get = _count if field == "count" else _extended(field) if field in names else attrgetter(field)
+            col = cols[field] = np.zeros(len(self), dtype=np.int64)
+            col[on] = np.fromiter((sum(map(get, ps)) for ps in lists), dtype=np.int64, count=on.size)
+        self._nominated_req = (nominated, cols)
+        return cols
+
+    def reserve_nominated(self, idx: np.ndarray, nominated: dict[int, list[PodInfo]], sign: int) -> None:
+        """reserve() of every pod `nominated` puts on the nodes `idx` (no repeats), all at once."""
+        cols = self._nominated_requests(nominated)
+        cpu, mem, count = (sign * cols[f][idx] for f in ("milli_cpu", "memory", "count"))
+        self.req_cpu[idx] += cpu
+        self.req_mem[idx] += mem
+        self.nz_cpu[idx] += sign * cols["nonzero_cpu"][idx]
+        self.nz_mem[idx] += sign * cols["nonzero_memory"][idx]
+        self.pod_count[idx] += count
+        self.free_cpu[idx] -= cpu
+        self.free_mem[idx] -= np.where(self.mem_limited[idx], mem, 0)
+        self.free_pods[idx] -= count
+        for r, col in self.req_ext.items():
+            if r in cols:
+                col[idx] += sign * cols[r][idx]
 
     def add_nominated(self, i: int, pods: list[PodInfo]) -> None:
         """Put nominated pods on node i for one filter pass (upstream adds them to a copy of the node)."""

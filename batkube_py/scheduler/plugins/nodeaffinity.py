@@ -37,6 +37,7 @@ def _preferred(pod: PodInfo) -> list[client.V1PreferredSchedulingTerm]:
 class NodeAffinity(Plugin):
     name = "NodeAffinity"
     filters = True
+    reads = "node"
     scores = True
 
     def __init__(self, added_affinity: client.V1NodeAffinity | None = None):

@@ -14,6 +14,7 @@ REASON = "node(s) didn't match the requested node name"
 class NodeName(Plugin):
     name = "NodeName"
     filters = True
+    reads = "node"
 
     def events_to_register(self) -> frozenset[str]:
         return frozenset({NODE_ADD})

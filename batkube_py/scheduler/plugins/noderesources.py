@@ -52,6 +52,7 @@ class NodeResourcesFit(Plugin):
 
     name = "NodeResourcesFit"
     filters = True
+    reads = "requests"
     scores = True
 
     def __init__(
@@ -90,6 +91,10 @@ class NodeResourcesFit(Plugin):
     def _ignored(self, resource: str) -> bool:
         return resource in self.ignored or resource.partition("/")[0] in self.ignored_groups
 
+    def checked_extended(self, pod: PodInfo) -> list[str]:
+        """The extended resources fitsRequest checks for the pod (a node without one never fits)."""
+        return [r for r, q in sorted(pod.extended.items()) if q != 0 and not self._ignored(r)]
+
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> FilterResult:
         """fit.go's fitsRequest; a node short of several resources counts under each reason, as upstream.
 
@@ -105,9 +110,8 @@ class NodeResourcesFit(Plugin):
             mem_bad = nodes.req_mem[cols] + pod.memory > nodes.alloc_mem[cols]
             mem_bad &= nodes.mem_limited[cols]
             checks.append((INSUFFICIENT_MEMORY, mem_bad))
-        for r, q in sorted(pod.extended.items()):
-            if q == 0 or self._ignored(r):
-                continue
+        for r in self.checked_extended(pod):
+            q = pod.extended[r]
             if r in nodes.alloc_ext:
                 checks.append((f"Insufficient {r}", nodes.req_ext[r][cols] + q > nodes.alloc_ext[r][cols]))
             else:

@@ -22,6 +22,7 @@ REASON = "node(s) were unschedulable"
 class NodeUnschedulable(Plugin):
     name = "NodeUnschedulable"
     filters = True
+    reads = "node"
 
     hinted_events = frozenset({NODE_TAINT})
 

@@ -42,6 +42,7 @@ def _tolerated(taint, tolerations) -> bool:
 class TaintToleration(Plugin):
     name = "TaintToleration"
     filters = True
+    reads = "node"
     scores = True
 
     hinted_events = frozenset({NODE_TAINT})
