@@ -1,0 +1,38 @@
+"""The benchmark scripts still run and print their figures (at toy sizes: no timing is asserted here, the
+figures themselves are read from full runs, docs/performance.md)."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _run(*args: str) -> str:
+    out = subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr
+    return out.stdout
+
+
+def test_scheduler_perf_prints_every_shape_with_its_throughput():
+    text = _run("benchmarks/scheduler_perf.py", "--scale", "0.02")
+    rows = dict(re.findall(r"^(\w+)/\S+\s+\d+\s+([\d,]+)\s", text, re.M))
+    expected = {"SchedulingBasic", "SchedulingNodeAffinity", "SchedulingPodAffinity",
+                "SchedulingPodAntiAffinity", "SchedulingPreferredPodAffinity",
+                "SchedulingPreferredPodAntiAffinity", "TopologySpreading", "PreemptionBasic",
+                "PreemptionAsync"}  # fmt: skip
+    assert set(rows) == expected, text
+    assert all(int(v.replace(",", "")) > 0 for v in rows.values())
+
+
+def test_adapter_overhead_replays_the_same_schedule_and_splits_the_adapters_cost():
+    small = ("--platform", "platforms/cluster_16x1core.xml",
+             "--workload", "workloads/burst_200_delay170.json")  # fmt: skip
+    text = _run("benchmarks/adapter_overhead.py", *small)
+    assert "schedules identical" in text and re.search(r"adapter overhead .* \d+\.\d\dx", text), text
+    text = _run("benchmarks/adapter_overhead.py", *small, "--in-process", "--pause", "0.0001")
+    handled = r"(\d+) messages handled in-process, ([\d.]+) ms between messages: +([\d.]+) s CPU"
+    lines = re.findall(handled, text)
+    assert [pause for _, pause, _ in lines] == ["0", "0.1"], text
+    assert lines[0][0] == lines[1][0] and int(lines[0][0]) > 20 and "replies identical" in text
