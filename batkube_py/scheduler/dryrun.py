@@ -21,15 +21,11 @@ from batkube_py.scheduler.plugins.interpodaffinity import InterPodAffinity
 from batkube_py.scheduler.plugins.noderesources import NodeResourcesFit
 from batkube_py.scheduler.plugins.podtopologyspread import PodTopologySpread
 from batkube_py.scheduler.podinfo import PodInfo
-from batkube_py.scheduler.snapshot import NodeTable
+from batkube_py.scheduler.snapshot import NodeTable, one_pod
 
 # PreFilters that read other pods but whose Skip cannot be undone by taking pods off a node: spreading
 # skips on the pod's own constraints, InterPodAffinity when no assigned pod's anti-affinity matches it.
 _SKIP_STAYS = (InterPodAffinity, PodTopologySpread)
-
-
-def _one(p: PodInfo) -> int:
-    return 1
 
 
 class RequestsDryRun:
@@ -42,7 +38,7 @@ class RequestsDryRun:
             if plugin.reads == "node" and (mask := plugin.feasible_mask(state, pod, nodes)) is not None:
                 ok &= mask
         # per resource the fit check reads: (what is free, allocatable, what the pod asks, use of a pod)
-        dims = [(nodes.free_pods, nodes.alloc_pods, 1, _one)]
+        dims = [(nodes.free_pods, nodes.alloc_pods, 1, one_pod)]
         if pod.milli_cpu > 0:
             dims.append((nodes.free_cpu, nodes.alloc_cpu, pod.milli_cpu, attrgetter("milli_cpu")))
         if pod.memory > 0:

@@ -18,7 +18,8 @@ from batkube_py.scheduler.podinfo import PodInfo
 UNLIMITED = np.iinfo(np.int64).max // 4  # room on a node that does not model a resource
 
 
-def _count(pod: PodInfo) -> int:
+def one_pod(pod: PodInfo) -> int:
+    """A pod's share of a node's pod count, as a getter beside the request fields."""
     return 1
 
 
@@ -262,7 +263,7 @@ class NodeTable:
         names = {r for ps in lists for p in ps for r in p.extended if r in self.req_ext}
         cols = {}
         for field in ("milli_cpu", "memory", "nonzero_cpu", "nonzero_memory", "count", *sorted(names)):
-            get = _count if field == "count" else _extended(field) if field in names else attrgetter(field)
+            get = one_pod if field == "count" else _extended(field) if field in names else attrgetter(field)
             col = cols[field] = np.zeros(len(self), dtype=np.int64)
             col[on] = np.fromiter((sum(map(get, ps)) for ps in lists), dtype=np.int64, count=on.size)
         self._nominated_req = (nominated, cols)
