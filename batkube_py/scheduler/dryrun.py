@@ -21,7 +21,7 @@ from batkube_py.scheduler.plugins.interpodaffinity import InterPodAffinity
 from batkube_py.scheduler.plugins.noderesources import NodeResourcesFit
 from batkube_py.scheduler.plugins.podtopologyspread import PodTopologySpread
 from batkube_py.scheduler.podinfo import PodInfo
-from batkube_py.scheduler.snapshot import NodeTable, one_pod
+from batkube_py.scheduler.snapshot import NodeTable, extended_of, one_pod
 
 # PreFilters that read other pods but whose Skip cannot be undone by taking pods off a node: spreading
 # skips on the pod's own constraints, InterPodAffinity when no assigned pod's anti-affinity matches it.
@@ -47,7 +47,7 @@ class RequestsDryRun:
             if r not in nodes.alloc_ext:
                 ok[:] = False  # no node offers it: no removal makes room
                 break
-            alloc, use = nodes.alloc_ext[r], lambda p, r=r: p.extended.get(r, 0)
+            alloc, use = nodes.alloc_ext[r], extended_of(r)
             dims.append((alloc - nodes.req_ext[r], alloc, pod.extended[r], use))
         on = np.fromiter(state.nominated, dtype=np.int64, count=len(state.nominated))
         self.rooms, self.uses = [], []

@@ -23,7 +23,8 @@ def one_pod(pod: PodInfo) -> int:
     return 1
 
 
-def _extended(name: str):
+def extended_of(name: str):
+    """A getter of a pod's request of one extended resource (0 when it asks none)."""
     return lambda pod: pod.extended.get(name, 0)
 
 
@@ -263,7 +264,7 @@ class NodeTable:
         names = {r for ps in lists for p in ps for r in p.extended if r in self.req_ext}
         cols = {}
         for field in ("milli_cpu", "memory", "nonzero_cpu", "nonzero_memory", "count", *sorted(names)):
-            get = one_pod if field == "count" else _extended(field) if field in names else attrgetter(field)
+            get = one_pod if field == "count" else extended_of(field) if field in names else attrgetter(field)
             col = cols[field] = np.zeros(len(self), dtype=np.int64)
             col[on] = np.fromiter((sum(map(get, ps)) for ps in lists), dtype=np.int64, count=on.size)
         self._nominated_req = (nominated, cols)
