@@ -86,3 +86,17 @@ def test_fit_mask_equals_the_numpy_version(monkeypatch, memory):
         assert mask.dtype == bool and mask.tolist() == mask_np.tolist()
         seen.add(int(mask.sum()))
     assert len(seen) > 3 and 0 in seen
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_first_max_matches_numpy(seed):
+    """The pick's (first highest, tie count) on scores with many ties, few ties and a single node."""
+    from batkube_py.scheduler import framework
+
+    rng = np.random.default_rng(seed)
+    for size in (1, 2, 7, 420, 1000):
+        total = rng.integers(0, 3 if seed % 2 else 300, size=size).astype(np.int64)
+        got = framework.first_max(total)
+        assert got == framework.first_max_numpy(total)
+        assert total[got[0]] == total.max() and got[1] == np.count_nonzero(total == total.max())
+    assert framework.first_max is not framework.first_max_numpy  # the compiled loop is the one in use

@@ -13,7 +13,7 @@ from procset import ProcSet
 from pydantic import BaseModel
 
 from batkube_py.protocol.codec import encode_reply
-from batkube_py.protocol.models import OUTGOING, CallMeLater
+from batkube_py.protocol.models import OUTGOING
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +81,7 @@ class Reply:
         if when in self._wakeups:
             return None
         self._wakeups.add(when)
-        self.add(CallMeLater(timestamp=when))
+        self._append(self.now, "CALL_ME_LATER", {"timestamp": when})  # CallMeLater's dump, built direct
         return when
 
     def encode(self) -> bytes:

@@ -74,3 +74,17 @@ def balanced_allocation(
             d = -d
         s[j] = <int64_t>((1 - d) * 100)
     return out
+
+
+def first_max(const int64_t[::1] total):
+    """(index of the first highest score, how many nodes share it): the pick needs the tied nodes only
+    when there are several."""
+    cdef Py_ssize_t i, first = 0, n = total.shape[0]
+    cdef Py_ssize_t count = 1
+    cdef int64_t best = total[0]
+    for i in range(1, n):
+        if total[i] > best:
+            best, first, count = total[i], i, 1
+        elif total[i] == best:
+            count += 1
+    return first, count

@@ -18,6 +18,18 @@ from batkube_py.scheduler.podinfo import PodInfo
 from batkube_py.scheduler.snapshot import NodeTable
 
 
+def first_max_numpy(total: np.ndarray) -> tuple[int, int]:
+    """(index of the first highest score, how many nodes share it); the compiled loop's reference."""
+    first = int(total.argmax())
+    return first, int(np.count_nonzero(total == total[first]))
+
+
+try:
+    from batkube_py.scheduler._kernels import first_max
+except ImportError:  # installed without a C compiler
+    first_max = first_max_numpy
+
+
 @dataclass(frozen=True)
 class PreemptionArgs:
     """DefaultPreemption's args (upstream defaults)."""
@@ -147,6 +159,7 @@ class Decision:
 
 
 @functools.lru_cache(maxsize=64)  # asked once per cycle with the same few arguments
+@functools.cache
 def num_feasible_nodes_to_find(n: int, percentage: int) -> int:
     """schedule_one.go numFeasibleNodesToFind: all nodes below 100, else an adaptive share (≥ 5 %)."""
     if n < 100 or percentage >= 100:
@@ -178,6 +191,7 @@ class Profile:
             self.pre_filters = seen
         # only plugins with a PreFilter of their own: the base one has nothing to say
         self._pre_filtering = [p for p in self.pre_filters if type(p).pre_filter is not Plugin.pre_filter]
+        self._left: tuple[list[Plugin], dict[tuple[int, ...], list[Plugin]]] = (self.filters, {})
 
     @property
     def filter_names(self) -> frozenset[str]:
@@ -207,7 +221,7 @@ class Profile:
             return None
         n, want = len(nodes), self._want(len(nodes))
         # the feasible nodes in rotation order from the start index, only as far as the cut needs them
-        k = int(np.searchsorted(fits, self.next_start)) if self.next_start else 0
+        k = int(fits.searchsorted(self.next_start)) if self.next_start else 0
         head = fits[k : k + want]
         if head.size < min(want, fits.size):
             head = np.concatenate((head, fits[: min(want, fits.size) - head.size]))
@@ -312,9 +326,19 @@ class Profile:
                 skipped.append(plugin)
             elif why is not None:
                 return plugin.name, why
-        state.filters = [p for p in self.filters if p not in skipped] if skipped else self.filters
+        state.filters = self._filters_without(skipped) if skipped else self.filters
         state.nominated = nodes.nominated_for(pod) if nodes.nominated else {}
         return None
+
+    def _filters_without(self, skipped: list[Plugin]) -> list[Plugin]:
+        """The filters left when these PreFilters skip: a few combinations, asked every cycle."""
+        if self._left[0] is not self.filters:  # the filter list was replaced: start afresh
+            self._left = (self.filters, {})
+        key = tuple(map(id, skipped))
+        left = self._left[1].get(key)
+        if left is None:
+            left = self._left[1][key] = [p for p in self.filters if p not in skipped]
+        return left
 
     def schedule_one(self, pod: PodInfo, nodes: NodeTable, explain: bool = False) -> Decision:
         """One cycle; `explain` also ranks the best nodes, which only the decision record needs."""
@@ -332,9 +356,8 @@ class Profile:
         if idx.size == 1 or not self.scorers:
             return Decision(pod, int(idx[0]), int(idx.size), reasons, rejected, processed)
         total, per_plugin = self._score(state, pod, nodes, idx, explain)
-        best = total.max()
-        ties = (total == best).nonzero()[0]
-        pick = ties[0] if ties.size == 1 else ties[self.rng.integers(ties.size)]
+        first, count = first_max(total)
+        pick = first if count == 1 else (total == total[first]).nonzero()[0][self.rng.integers(count)]
         decision = Decision(pod, int(idx[pick]), int(idx.size), reasons, rejected, processed)
         if explain:
             top = np.argsort(-total, kind="stable")[:3]
