@@ -2,35 +2,34 @@
 first look at its nodes would make, each failure a Rejection naming the field and what was expected.
 
 Kept apart from the decision process because it is pure: the job, its profile and the backend's answers
-in, a pod (with the record's request columns filled) or a Rejection out.
+in, a pod shape (with the record's request columns filled) or a Rejection out.
 """
 
 from __future__ import annotations
 
 from kubernetes import client
 
-from batkube_py import translate
+from batkube_py import podshape, translate
 from batkube_py.cluster import fit
 from batkube_py.cluster.base import Backend
 from batkube_py.outputs import PodRecord
-from batkube_py.quantities import byte_count, milli_cpu
 
 
-def pod_for(record: PodRecord, job: dict | None, profile: dict | None) -> client.V1Pod | translate.Rejection:
-    """The job's pod, with the record's scheduler, priority and request columns filled from it."""
-    pod = translate.pod_from_job(record.job_id, job, profile, record.pod)
-    if isinstance(pod, translate.Rejection):
-        return pod
-    record.scheduler = pod.spec.scheduler_name
-    record.priority = pod.spec.priority or 0
-    requests = pod.spec.containers[0].resources.requests or {}
-    record.cpu_request = milli_cpu(requests["cpu"]) / 1000 if "cpu" in requests else 0.0
-    record.memory_request = byte_count(requests["memory"]) if "memory" in requests else ""
-    return pod
+def shape_for(
+    record: PodRecord, job: dict | None, profile: dict | None
+) -> podshape.Shape | translate.Rejection:
+    """The job's pod shape, with the record's scheduler, priority and request columns filled from it."""
+    shape = podshape.pod_shape(record.job_id, job, profile)
+    if isinstance(shape, translate.Rejection):
+        return shape
+    record.scheduler, record.priority = shape.scheduler, shape.priority
+    record.cpu_request, record.memory_request = shape.cpu, shape.memory
+    return shape
 
 
 def refusal(record: PodRecord, pod: client.V1Pod, backend: Backend) -> translate.Rejection | None:
-    """Why no scheduler of this cluster could ever place the pod (none serves it, no node can hold it)."""
+    """Why no scheduler of this cluster could ever place the pod (none serves it, no node can hold it);
+    `pod` may be its shape's template: neither question depends on the name."""
     job_id = record.job_id
     if not backend.serves(record.scheduler):
         return translate.Rejection(
@@ -45,3 +44,19 @@ def refusal(record: PodRecord, pod: client.V1Pod, backend: Backend) -> translate
         field = "nodeSelector" if wants.startswith("nodeSelector") else "affinity"
         return translate.Rejection(job_id, field, wants, f"node labels some node has, but {too_big}")
     return translate.Rejection(job_id, "requests", asked, f"requests a node can hold, but {too_big}")
+
+
+class PodToBe:
+    """An admitted job's pod, built once the reply that admitted it has left (Batsim is busy with it
+    then), or on the spot if a scheduling cycle needs it first."""
+
+    __slots__ = ("job_id", "name", "shape", "_pod")
+
+    def __init__(self, job_id: str, name: str, shape: podshape.Shape):
+        self.job_id, self.name, self.shape = job_id, name, shape
+        self._pod: client.V1Pod | None = None
+
+    def pod(self) -> client.V1Pod:
+        if self._pod is None:
+            self._pod = podshape.assemble(self.job_id, self.name, self.shape)
+        return self._pod

@@ -17,11 +17,12 @@ from typing import Any
 from kubernetes import client
 from procset import ProcSet
 
-from batkube_py import admission, translate
+from batkube_py import admission, podshape, translate
 from batkube_py.cluster.base import Backend, BackendError
 from batkube_py.disruption import Disruptions
 from batkube_py.instant import ADD, DELETE, NODES, Cycles
 from batkube_py.outputs import PodRecord, RunOutputs
+from batkube_py.outputs import summary as outputs_summary
 from batkube_py.protocol import models as m
 from batkube_py.protocol.codec import ProtocolError, decode_message
 from batkube_py.protocol.reply import TIME_RESOLUTION, Reply
@@ -69,6 +70,8 @@ class DecisionProcess:
         self.jobs_done = 0
         self.unknown_events = 0
         self._wakeups: list[float] = []  # CALL_ME_LATER times asked for and not yet reached
+        self._to_build: list[admission.PodToBe] = []
+        self._admitted: dict[int, podshape.Shape] = {}  # shapes some node can hold (kept: ids stay theirs)
         self.cycles = Cycles()  # when the scheduler runs: instant.py
 
     # ---- entry points ---------------------------------------------------------------------------
@@ -80,6 +83,14 @@ class DecisionProcess:
     def handle_decoded(self, msg: m.Message, unknown: list) -> bytes:
         self.unknown_events += len(unknown)
         return self.handle_message(msg).encode()
+
+    def after_reply(self) -> None:
+        """Work the reply did not need, done once it has left: Batsim is busy with it meanwhile."""
+        for pod in self._to_build:
+            pod.pod()
+        self._to_build.clear()
+        if self.outputs is not None:
+            self.outputs.flush()
 
     def handle_message(self, msg: m.Message) -> Reply:
         if not math.isfinite(msg.now) or msg.now < self.now - TIME_RESOLUTION:
@@ -193,18 +204,24 @@ class DecisionProcess:
                 record, reply, translate.Rejection(job_id, "-", "-", "SIMULATION_BEGINS first")
             )
         workload = job_id.split("!", 1)[0]
-        profile = translate.job_profile(job, forwarded, self._profiles.get(workload, {}))
-        pod = admission.pod_for(record, job, profile)
-        if isinstance(pod, translate.Rejection):
-            return self._reject(record, reply, pod)
+        profile = podshape.job_profile(job, forwarded, self._profiles.get(workload, {}))
+        shape = admission.shape_for(record, job, profile)
+        if isinstance(shape, translate.Rejection):
+            return self._reject(record, reply, shape)
         if self.fatal is not None:
             return self._reject(
                 record, reply, translate.Rejection(job_id, "-", "-", f"a working run ({self.fatal})")
             )
-        if (why := admission.refusal(record, pod, self.backend)) is not None:
-            return self._reject(record, reply, why)
+        if id(shape) not in self._admitted:
+            if (why := admission.refusal(record, shape.template, self.backend)) is not None:
+                return self._reject(record, reply, why)
+            if len(self._admitted) >= 4096:  # jobs that carry their own fields each have a shape
+                self._admitted.clear()
+            self._admitted[id(shape)] = shape  # the cluster's nodes never change what fits them empty
         self._jobs[job_id] = (job, profile)
-        self._stage(ts, ADD, job_id, lambda: self.backend.add_pod(pod, job_id, ts))
+        pod = admission.PodToBe(job_id, name, shape)
+        self._to_build.append(pod)
+        self._stage(ts, ADD, job_id, lambda: self.backend.add_pod(pod.pod(), job_id, ts))
 
     def _on_job_completed(self, data: m.JobCompleted, ts: float, reply: Reply) -> None:
         self._finish(data.job_id, _FINAL.get(data.job_state, "Failed"), ts, data.job_state, reply)
@@ -263,7 +280,7 @@ class DecisionProcess:
         backend, now, name = self.backend, self.now, record.pod
         assert backend is not None
         job, profile = self._jobs[record.job_id]
-        pod = translate.pod_from_job(record.job_id, job, profile, record.pod)
+        pod = podshape.pod_from_job(record.job_id, job, profile, record.pod)
         assert not isinstance(pod, translate.Rejection)
         record.state, record.node, record.resource_id, record.bind_time = "Pending", "", "", ""
         record.reason = f"restarted: {why}"
@@ -385,21 +402,8 @@ class DecisionProcess:
     # ---- results --------------------------------------------------------------------------------
 
     def summary(self) -> dict[str, Any]:
-        recs = list(self.records.values())
-        bound = [r for r in recs if r.start_time != ""]
-        finished = [float(r.finish_time) for r in recs if r.finish_time != ""]
-        waits = [float(r.start_time) - float(r.submit_time) for r in bound]
-        count = {s: sum(r.state == s for r in recs) for s in ("Succeeded", "Failed", "Killed", "Rejected")}
         return {
-            "makespan": max(finished, default=0.0),
-            "mean_waiting_time": sum(waits) / len(waits) if waits else 0.0,
-            "max_waiting_time": max(waits, default=0.0),
-            "jobs_total": len(recs),
-            "jobs_succeeded": count["Succeeded"],
-            "jobs_failed": count["Failed"],
-            "jobs_killed": count["Killed"],
-            "jobs_rejected": count["Rejected"],
-            "jobs_unfinished": len(recs) - sum(count.values()),
+            **outputs_summary(self.records.values()),
             "over_allocations": self.over_allocations,
             "jobs_preempted": self.disruptions.preempted,
             "jobs_node_failures": self.disruptions.node_failures,

@@ -1,6 +1,8 @@
 """The run's own outputs beside Batsim's: pods.csv, nodes.csv, rejected.csv, summary.json.
 
-Rows are appended and flushed as pods reach a final state, so a crash keeps everything decided so far.
+Rows are appended as pods reach a final state and flushed once the reply that followed them has left
+(DecisionProcess.after_reply), so a crash keeps everything decided so far without a write per row on the
+path Batsim waits on.
 """
 
 from __future__ import annotations
@@ -8,6 +10,7 @@ from __future__ import annotations
 import csv
 import json
 import operator
+from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -41,6 +44,26 @@ REJECTED_COLUMNS = ["job_id", "field", "value", "expected", "reason"]
 NODE_COLUMNS = ["node", "resource_id", "cpu", "memory", "pods"]
 
 
+def summary(records: Iterable[PodRecord]) -> dict[str, Any]:
+    """The run's figures from its pod records: summary.json's part that pods.csv also holds."""
+    recs = list(records)
+    bound = [r for r in recs if r.start_time != ""]
+    finished = [float(r.finish_time) for r in recs if r.finish_time != ""]
+    waits = [float(r.start_time) - float(r.submit_time) for r in bound]
+    count = {s: sum(r.state == s for r in recs) for s in ("Succeeded", "Failed", "Killed", "Rejected")}
+    return {
+        "makespan": max(finished, default=0.0),
+        "mean_waiting_time": sum(waits) / len(waits) if waits else 0.0,
+        "max_waiting_time": max(waits, default=0.0),
+        "jobs_total": len(recs),
+        "jobs_succeeded": count["Succeeded"],
+        "jobs_failed": count["Failed"],
+        "jobs_killed": count["Killed"],
+        "jobs_rejected": count["Rejected"],
+        "jobs_unfinished": len(recs) - sum(count.values()),
+    }
+
+
 class _CsvLog:
     def __init__(self, path: Path, columns: list[str]):
         self._file = path.open("w", newline="")
@@ -56,6 +79,10 @@ class _CsvLog:
         self._writer.writerow(values)
         self._file.flush()
 
+    def write_rows(self, rows: list) -> None:
+        self._writer.writerows(rows)
+        self._file.flush()
+
     def close(self) -> None:
         self._file.close()
 
@@ -66,24 +93,31 @@ class RunOutputs:
         self.dir.mkdir(parents=True, exist_ok=True)
         self._pods = _CsvLog(self.dir / "pods.csv", POD_COLUMNS)
         self._rejected = _CsvLog(self.dir / "rejected.csv", REJECTED_COLUMNS)
+        self._rows: list[tuple] = []  # final pod rows not yet written (flush)
 
     def nodes(self, nodes: list[client.V1Node]) -> None:
         log = _CsvLog(self.dir / "nodes.csv", NODE_COLUMNS)
-        for n in nodes:
-            alloc = n.status.allocatable
-            log.write(
-                {
-                    "node": n.metadata.name,
-                    "resource_id": translate.resource_id(n),
-                    "cpu": quantities.milli_cpu(alloc["cpu"]) / 1000,
-                    "memory": alloc.get("memory", ""),
-                    "pods": alloc["pods"],
-                }
-            )
+        log.write_rows(
+            [
+                (
+                    n.metadata.name,
+                    translate.resource_id(n),
+                    quantities.milli_cpu(n.status.allocatable["cpu"]) / 1000,
+                    n.status.allocatable.get("memory", ""),
+                    n.status.allocatable["pods"],
+                )
+                for n in nodes
+            ]
+        )
         log.close()
 
     def pod(self, record: PodRecord) -> None:
-        self._pods.write_values(_pod_row(record))
+        self._rows.append(_pod_row(record))
+
+    def flush(self) -> None:
+        if self._rows:
+            self._pods.write_rows(self._rows)
+            self._rows.clear()
 
     def rejected(self, rejection: translate.Rejection) -> None:
         row = {k: getattr(rejection, k) for k in REJECTED_COLUMNS[:-1]}
@@ -96,5 +130,6 @@ class RunOutputs:
         tmp.replace(path)
 
     def close(self) -> None:
+        self.flush()
         self._pods.close()
         self._rejected.close()

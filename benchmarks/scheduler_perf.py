@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout, n
 
 from kubernetes import client  # noqa: E402
 
-from batkube_py import translate  # noqa: E402
+from batkube_py import podshape, translate  # noqa: E402
 from batkube_py.cluster.embedded import EmbeddedCluster  # noqa: E402
 from batkube_py.protocol.models import Resource  # noqa: E402
 from batkube_py.scheduler.plugins import noderesources  # noqa: E402
@@ -112,7 +112,7 @@ def make_nodes(n: int, zones: tuple[str, ...]) -> list[client.V1Node]:
 def make_pods(prefix: str, count: int, template: dict) -> list[client.V1Pod]:
     job = {"res": 1, **DEFAULT, **template}
     profile = {"type": "delay", "delay": 1}
-    pods = [translate.pod_from_job(f"{prefix}{i}", job, profile, f"{prefix}{i}") for i in range(count)]
+    pods = [podshape.pod_from_job(f"{prefix}{i}", job, profile, f"{prefix}{i}") for i in range(count)]
     bad = next((p for p in pods if isinstance(p, translate.Rejection)), None)
     if bad is not None:
         sys.exit(f"template refused: {bad.reason}")

@@ -23,7 +23,7 @@ from kubernetes import client
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout, not an installed copy
 
-from batkube_py import translate
+from batkube_py import podshape, translate
 from batkube_py.cluster.embedded import EmbeddedCluster
 from batkube_py.protocol.models import Resource
 from batkube_py.scheduler.framework import Profile
@@ -73,7 +73,7 @@ def make_pod(i: int, affinity: bool) -> client.V1Pod:
             },
         }
         job["topologySpreadConstraints"] = []
-    pod = translate.pod_from_job(f"j{i}", job, {"type": "delay", "delay": 1}, f"p{i}")
+    pod = podshape.pod_from_job(f"j{i}", job, {"type": "delay", "delay": 1}, f"p{i}")
     assert isinstance(pod, client.V1Pod), pod
     return pod
 

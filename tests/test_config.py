@@ -12,7 +12,7 @@ import pytest
 from kubernetes import client
 from test_plugins_common import table
 
-from batkube_py import translate
+from batkube_py import podshape
 from batkube_py.cluster.embedded import EmbeddedCluster
 from batkube_py.scheduler.config import ConfigError, build_profiles, default_config, load_config, parse_config
 
@@ -199,7 +199,7 @@ def test_custom_plugin_by_import_path_and_by_registered_name():
 
 
 def _pod(name, scheduler):
-    p = translate.pod_from_job(name, {"res": 1, "cpu": "1", "scheduler": scheduler}, {"type": "delay"}, name)
+    p = podshape.pod_from_job(name, {"res": 1, "cpu": "1", "scheduler": scheduler}, {"type": "delay"}, name)
     assert isinstance(p, client.V1Pod)
     return p
 

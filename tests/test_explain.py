@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from batkube_py import translate
+from batkube_py import podshape, translate
 from batkube_py.cli import main
 from batkube_py.cluster.embedded import EmbeddedCluster
 from batkube_py.protocol.models import Resource
@@ -135,7 +135,7 @@ def test_record_filters_add_up_to_the_cycles_reasons(tmp_path: Path) -> None:
         profile = {"type": "delay", "delay": 1, "cpu": str(rng.choice(["1", "2", "3"]))}
         if step % 7 == 0:
             profile["nodeSelector"] = {"zone": f"z{step % 3}"}
-        pod = translate.pod_from_job(f"j{step}", {"res": 1, "profile": "p"}, profile, f"j{step}")
+        pod = podshape.pod_from_job(f"j{step}", {"res": 1, "profile": "p"}, profile, f"j{step}")
         cluster.add_pod(pod, f"j{step}", float(step))
         cluster.schedule(float(step))
     cluster.close()

@@ -11,7 +11,7 @@ import numpy as np
 from click.testing import CliRunner
 from kubernetes import client
 
-from batkube_py import translate
+from batkube_py import podshape, translate
 from batkube_py.cli import main
 from batkube_py.cluster import fit
 from batkube_py.cluster.embedded import EmbeddedCluster
@@ -29,7 +29,7 @@ def nodes(*specs: dict) -> list[client.V1Node]:
 
 
 def pod(cpu: str, **fields: object) -> client.V1Pod:
-    p = translate.pod_from_job(
+    p = podshape.pod_from_job(
         "j", {"res": 1, "profile": "p"}, {"type": "delay", "delay": 1, "cpu": cpu, **fields}, "j"
     )
     assert isinstance(p, client.V1Pod)

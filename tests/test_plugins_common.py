@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 from kubernetes import client
 
-from batkube_py import translate
+from batkube_py import podshape, translate
 from batkube_py.protocol.models import Resource
 from batkube_py.scheduler.framework import SKIP, CycleState, Plugin
 from batkube_py.scheduler.podinfo import PodInfo, pod_info
@@ -27,7 +27,7 @@ def table(*specs: dict, names: list[str] | None = None) -> NodeTable:
 
 def pod(name: str = "p", **job) -> PodInfo:
     spec = {"res": 1, "profile": "p", **job}
-    p = translate.pod_from_job(name, spec, {"type": "delay", "delay": 1}, name)
+    p = podshape.pod_from_job(name, spec, {"type": "delay", "delay": 1}, name)
     assert isinstance(p, client.V1Pod), p
     return pod_info(p, name, 0.0, 0)
 

@@ -13,7 +13,7 @@ import pytest
 from kubernetes import client
 from test_plugins_common import place, pod, run_filter, table
 
-from batkube_py import translate
+from batkube_py import podshape, translate
 from batkube_py.protocol.models import Resource
 from batkube_py.scheduler.plugins import BalancedAllocation, NodeResourcesFit
 from batkube_py.scheduler.plugins.resourcescoring import broken_linear
@@ -86,7 +86,7 @@ def test_extended_resources_from_host_properties_and_jobs():
     assert node.status.allocatable["nvidia.com/gpu"] == "2" and "nvidia.com/gpu" not in node.metadata.labels
     assert node.metadata.labels["example.com/rack"] == "r1"  # not a count: a label
     assert node.metadata.labels["topology.kubernetes.io/zone"] == "3"  # kubernetes.io names are native
-    p = translate.pod_from_job(
+    p = podshape.pod_from_job(
         "j", {"res": 1, "extendedResources": {"nvidia.com/gpu": 1}}, {"type": "delay"}, "j"
     )
     assert isinstance(p, client.V1Pod)
@@ -96,7 +96,7 @@ def test_extended_resources_from_host_properties_and_jobs():
         == p.spec.containers[0].resources.limits
     )
     for bad in ({"gpu": "1"}, {"nvidia.com/gpu": "0.5"}, {"nvidia.com/gpu": "-1"}, ["x"]):
-        rej = translate.pod_from_job("j", {"res": 1}, {"type": "delay", "resources": bad}, "j")
+        rej = podshape.pod_from_job("j", {"res": 1}, {"type": "delay", "resources": bad}, "j")
         assert isinstance(rej, translate.Rejection) and rej.field.startswith("profile.resources"), bad
 
 

@@ -1,7 +1,7 @@
 import numpy as np
 from kubernetes import client
 
-from batkube_py import translate
+from batkube_py import podshape, translate
 from batkube_py.cluster.embedded import EmbeddedCluster
 from batkube_py.protocol.models import Resource
 from batkube_py.scheduler.plugins import BalancedAllocation, NodeResourcesFit
@@ -24,7 +24,7 @@ def pod(name, cpu=None, memory=None, priority=None):
         profile["cpu"] = cpu
     if memory is not None:
         profile["memory"] = memory
-    p = translate.pod_from_job(name, job, profile, name)
+    p = podshape.pod_from_job(name, job, profile, name)
     assert isinstance(p, client.V1Pod)
     return p
 
@@ -269,7 +269,7 @@ def test_quick_feasibility_picks_what_the_exact_path_picks(tmp_path):
             profile["nodeSelector"] = {"zone": f"z{step % 3}"}
         if step % 25 == 0:
             profile["extendedResources"] = {"nvidia.com/gpu": "1"}
-        p = translate.pod_from_job(f"j{step}", {"res": 1, "profile": "p"}, profile, f"j{step}")
+        p = podshape.pod_from_job(f"j{step}", {"res": 1, "profile": "p"}, profile, f"j{step}")
         assert isinstance(p, client.V1Pod)
         for k, c in enumerate(clusters):
             c.add_pod(p, f"j{step}", float(step))
@@ -300,7 +300,7 @@ def test_prefilter_skip_leaves_out_the_filters_with_nothing_to_check():
     )
 
     def run(**fields):
-        p = translate.pod_from_job(
+        p = podshape.pod_from_job(
             "j", {"res": 1, "profile": "p", **fields}, {"type": "delay", "delay": 1}, "j"
         )
         state = CycleState()

@@ -1,4 +1,4 @@
-from batkube_py import translate
+from batkube_py import podshape, translate
 from batkube_py.protocol.models import Resource
 
 
@@ -63,7 +63,7 @@ def test_pod_names_are_dns_labels_and_unique():
 
 def pod(job=None, profile=None):
     job = {"id": "w0!1", "subtime": 0, "res": 1, "profile": "p", **(job or {})}
-    return translate.pod_from_job("w0!1", job, {"type": "delay", "delay": 10, **(profile or {})}, "w0-1")
+    return podshape.pod_from_job("w0!1", job, {"type": "delay", "delay": 10, **(profile or {})}, "w0-1")
 
 
 def test_job_fields_override_profile_fields():
@@ -116,8 +116,8 @@ def test_unrepresentable_jobs_are_rejected_with_field_and_expectation():
         assert isinstance(r, translate.Rejection), (job, profile)
         assert r.field == field and expected in r.expected
         assert "w0!1" in r.reason and field in r.reason
-    assert isinstance(translate.pod_from_job("w0!1", None, None, "x"), translate.Rejection)
-    r = translate.pod_from_job("w0!1", {"res": 1, "profile": "nope"}, None, "x")
+    assert isinstance(podshape.pod_from_job("w0!1", None, None, "x"), translate.Rejection)
+    r = podshape.pod_from_job("w0!1", {"res": 1, "profile": "nope"}, None, "x")
     assert r.field == "profile"
 
 
@@ -125,16 +125,16 @@ def test_pod_shapes_are_shared_by_content_and_rechecked_when_a_profile_changes()
     job = {"id": "w!1", "res": 1, "profile": "p"}
     a = {"type": "delay", "delay": 5, "cpu": "2", "labels": {"app": "x"}}
     b = {"type": "delay", "delay": 9, "cpu": "2", "labels": {"app": "x"}}  # same pod, other delay
-    pa = translate.pod_from_job("w!1", job, a, "pa")
-    pb = translate.pod_from_job("w!2", job, b, "pb")
+    pa = podshape.pod_from_job("w!1", job, a, "pa")
+    pb = podshape.pod_from_job("w!2", job, b, "pb")
     assert pa.spec == pb.spec and pa.metadata.labels == pb.metadata.labels == {"app": "x"}
     assert (pa.metadata.name, pb.metadata.name) == ("pa", "pb")
     pb.metadata.labels["app"] = "changed"  # a pod's labels and requests are its own, not the shape's
     pb.spec.containers[0].resources.requests["nvidia.com/gpu"] = "1"
-    pc = translate.pod_from_job("w!3", job, a, "pc")
+    pc = podshape.pod_from_job("w!3", job, a, "pc")
     assert pc.metadata.labels == {"app": "x"} and pc.spec.containers[0].resources.requests == {"cpu": "2"}
     a["cpu"] = "3"  # changed in place: a new shape
-    assert translate.pod_from_job("w!4", job, a, "pd").spec.containers[0].resources.requests == {"cpu": "3"}
+    assert podshape.pod_from_job("w!4", job, a, "pd").spec.containers[0].resources.requests == {"cpu": "3"}
     a["cpu"] = "-1"  # and checked again
-    bad = translate.pod_from_job("w!5", job, a, "pe")
+    bad = podshape.pod_from_job("w!5", job, a, "pe")
     assert isinstance(bad, translate.Rejection) and bad.field == "profile.cpu"

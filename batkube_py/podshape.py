@@ -1,0 +1,265 @@
+"""Batsim jobs → V1Pod: a job's fields and profile checked into a pod shape, then one pod per job.
+
+A job Kubernetes cannot represent becomes a Rejection that names the job, the field, the value and what
+was expected. Shapes are shared by the jobs that have the same pod-shaping fields, so that a 10,000-job
+workload checks its 25 shapes once and each pod costs a few shallow copies.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from kubernetes import client
+
+from batkube_py import podcheck, quantities
+from batkube_py.translate import (
+    DEFAULT_SCHEDULER,
+    JOB_ID_ANNOTATION,
+    NAMESPACE,
+    Rejection,
+    extended_count,
+    is_extended_resource,
+)
+
+_api = client.ApiClient()
+
+
+def _k8s_object(value: Any, kind: str) -> Any:
+    return _api._ApiClient__deserialize(value, kind)  # the client's own JSON → model mapping
+
+
+def _one(value: Any, kind: str, check) -> Any:
+    obj = podcheck.k8s_object(value, kind)
+    check(obj)
+    return obj
+
+
+def _each(values: list, kind: str, check) -> list:
+    return [_one(v, kind, check) for v in values]
+
+
+def _field(job: dict, profile: dict, key: str) -> tuple[str, Any]:
+    if key in job:
+        return key, job[key]
+    if key in profile:
+        return f"profile.{key}", profile[key]
+    return key, None
+
+
+# Job fields that shape the pod; a job holding none of them gets its pod from its profile alone.
+_JOB_KEYS = frozenset({"cpu", "memory", "extendedResources", "resources", "scheduler", "priority", "labels",
+                       "nodeSelector", "tolerations", "affinity", "topologySpreadConstraints"})  # fmt: skip
+_SHAPE_KEYS = ("type", *sorted(_JOB_KEYS))  # every profile field _checked reads
+_SHAPES_MAX = 4096
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A checked pod minus its name: spec fields, the container, labels (shared, never mutated), and
+    what admission reads of it, worked out once: a pod with no name to ask the cluster about, the
+    scheduler, the priority and the requests as numbers."""
+
+    spec: dict[str, Any]
+    container: client.V1Container
+    labels: dict[str, str] | None
+    template: client.V1Pod = field(compare=False)
+    scheduler: str = ""
+    priority: int = 0
+    cpu: float = 0.0
+    memory: int | str = ""
+
+
+def _shape(spec: dict[str, Any], container: client.V1Container, labels: dict[str, str] | None) -> Shape:
+    requests = container.resources.requests or {}
+    meta = _META.model_copy(update={"labels": labels}) if labels else _META
+    pod_spec = _SPEC.model_copy(update={**spec, "containers": [container]})
+    return Shape(
+        spec,
+        container,
+        labels,
+        template=_POD.model_copy(update={"metadata": meta, "spec": pod_spec}),
+        scheduler=spec["scheduler_name"],
+        priority=spec["priority"] or 0,
+        cpu=quantities.milli_cpu(requests["cpu"]) / 1000 if "cpu" in requests else 0.0,
+        memory=quantities.byte_count(requests["memory"]) if "memory" in requests else "",
+    )
+
+
+_shapes: dict[bytes, Shape] = {}
+
+
+def pod_from_job(
+    job_id: str, job: dict[str, Any] | None, profile: dict[str, Any] | None, name: str
+) -> client.V1Pod | Rejection:
+    """The pod for a submitted job, or why Kubernetes cannot represent it."""
+    shape = pod_shape(job_id, job, profile)
+    return shape if isinstance(shape, Rejection) else assemble(job_id, name, shape)
+
+
+def pod_shape(job_id: str, job: dict[str, Any] | None, profile: dict[str, Any] | None) -> Shape | Rejection:
+    """The checked shape of a submitted job's pod, or why Kubernetes cannot represent it.
+
+    Workloads submit thousands of jobs that carry nothing but a profile's name, and their profiles
+    differ mostly in what a pod does not model (the delay: 7,139 profiles, 25 pod shapes in the 10k
+    bench). The shape of such a job is kept per content of the fields that shape a pod (JSON, key order
+    kept), so a profile changed in place is checked afresh.
+    """
+    res = job.get("res") if job is not None else None
+    if job is None or profile is None or res != 1 or isinstance(res, bool) or not _JOB_KEYS.isdisjoint(job):
+        return _checked(job_id, job, profile)
+    try:
+        key = orjson.dumps([profile.get(k) for k in _SHAPE_KEYS])
+    except orjson.JSONEncodeError:  # e.g. an integer beyond 64 bits: checked (and refused) below
+        key = b""
+    shape = _shapes.get(key) if key else None
+    if shape is None:
+        shape = _checked(job_id, job, profile)
+        if isinstance(shape, Rejection):
+            return shape
+        if len(_shapes) >= _SHAPES_MAX:
+            _shapes.clear()
+        if key:
+            _shapes[key] = shape
+    return shape
+
+
+def assemble(job_id: str, name: str, shape: Shape) -> client.V1Pod:
+    """The pod of one job: five shallow copies of the shape's validated templates (constructing the
+    client's models field by field costs ~15x more, which shows at 10,000 pods), its container and
+    requests its own, as callers edit them."""
+    meta = {"name": name, "namespace": NAMESPACE, "annotations": {JOB_ID_ANNOTATION: job_id}}
+    if shape.labels:
+        meta["labels"] = dict(shape.labels)
+    res = shape.container.resources
+    own = res.model_copy(
+        update={"requests": res.requests and dict(res.requests), "limits": res.limits and dict(res.limits)}
+    )
+    container = shape.container.model_copy(update={"resources": own})
+    spec = _SPEC.model_copy(update={**shape.spec, "containers": [container]})
+    return _POD.model_copy(update={"metadata": _META.model_copy(update=meta), "spec": spec})
+
+
+def _checked(job_id: str, job: dict[str, Any] | None, profile: dict[str, Any] | None) -> Shape | Rejection:
+    def reject(field: str, value: Any, expected: str) -> Rejection:
+        return Rejection(job_id, field, repr(value), expected)
+
+    if job is None:
+        return reject("job", None, "the job's JSON in JOB_SUBMITTED (redis mode is not supported)")
+    res = job.get("res")
+    if res != 1 or isinstance(res, bool):
+        return reject("res", res, "1 (a pod runs on exactly one node)")
+    if profile is None:
+        return reject("profile", job.get("profile"), "a profile known to Batsim")
+    if profile.get("type") != "delay":
+        return reject("profile.type", profile.get("type"), "'delay' (the only profile a pod can model)")
+
+    requests: dict[str, str] = {}
+    for key, convert in (("cpu", quantities.milli_cpu), ("memory", quantities.byte_count)):
+        where, value = _field(job, profile, key)
+        if value is None:
+            continue
+        try:
+            convert(value)
+        except quantities.QuantityError as exc:
+            return reject(where, value, f"a non-negative Kubernetes quantity ({exc})")
+        requests[key] = value if isinstance(value, str) else repr(value)
+
+    limits: dict[str, str] = {}
+    for key in ("extendedResources", "resources"):
+        where, ext = _field(job, profile, key)
+        if ext is None:
+            continue
+        if not isinstance(ext, dict):
+            return reject(where, ext, "an object of extended resource requests like {'nvidia.com/gpu': '1'}")
+        for rname, q in ext.items():
+            if not (isinstance(rname, str) and is_extended_resource(rname)):
+                return reject(
+                    f"{where}.{rname}",
+                    rname,
+                    "an extended resource name like 'nvidia.com/gpu' (cpu and memory have their own fields)",
+                )
+            n = extended_count(q)
+            if n is None:
+                return reject(f"{where}.{rname}", q, "a non-negative whole number (a count)")
+            requests[rname] = limits[rname] = str(n)  # upstream requires limits == requests for these
+
+    where, sched = _field(job, profile, "scheduler")
+    if sched is not None and not (isinstance(sched, str) and sched):
+        return reject(where, sched, "a scheduler name (string)")
+    scheduler = DEFAULT_SCHEDULER if sched in (None, "default") else sched
+
+    where, priority = _field(job, profile, "priority")
+    if priority is not None and (
+        isinstance(priority, bool) or not isinstance(priority, int) or abs(priority) > podcheck.INT32
+    ):
+        return reject(where, priority, f"an integer priority within ±{podcheck.INT32} (int32)")
+
+    where, labels = _field(job, profile, "labels")
+    if labels is not None and not (
+        isinstance(labels, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items())
+    ):
+        return reject(where, labels, "an object of string labels")
+    where, selector = _field(job, profile, "nodeSelector")
+    if selector is not None and not (
+        isinstance(selector, dict) and all(isinstance(v, str) for v in selector.values())
+    ):
+        return reject(where, selector, "an object of string node labels")
+    where, tolerations = _field(job, profile, "tolerations")
+    if tolerations is not None and not (
+        isinstance(tolerations, list) and all(isinstance(t, dict) for t in tolerations)
+    ):
+        return reject(where, tolerations, "a list of Kubernetes tolerations")
+    where, affinity = _field(job, profile, "affinity")
+    if affinity is not None and not isinstance(affinity, dict):
+        return reject(where, affinity, "a Kubernetes affinity object")
+    where, spread = _field(job, profile, "topologySpreadConstraints")
+    if spread is not None and not (isinstance(spread, list) and all(isinstance(c, dict) for c in spread)):
+        return reject(where, spread, "a list of Kubernetes topology spread constraints")
+
+    spec: dict[str, Any] = {"scheduler_name": scheduler, "priority": priority}
+    checks = (
+        (labels, "labels", lambda v: podcheck.labels(v)),
+        (selector, "nodeSelector", lambda v: podcheck.labels(v, "node label")),
+        (tolerations, "tolerations", lambda v: _each(v, "V1Toleration", podcheck.toleration)),
+        (affinity, "affinity", lambda v: _one(v, "V1Affinity", podcheck.affinity)),
+        (spread, "topologySpreadConstraints",
+         lambda v: _each(v, "V1TopologySpreadConstraint", podcheck.spread)),
+    )  # fmt: skip
+    built = {}
+    for value, key, check in checks:
+        if not value:
+            continue
+        try:
+            built[key] = check(value)
+        except podcheck.FieldProblem as exc:
+            return reject(_field(job, profile, key)[0], value, str(exc))
+    if selector:
+        spec["node_selector"] = dict(selector)
+    if tolerations:
+        spec["tolerations"] = built["tolerations"]
+    if affinity:
+        spec["affinity"] = built["affinity"]
+    if spread:
+        spec["topology_spread_constraints"] = built["topologySpreadConstraints"]
+
+    resources = _RESOURCES.model_copy(update={"requests": requests or None, "limits": limits or None})
+    container = _CONTAINER.model_copy(update={"resources": resources})
+    return _shape(spec, container, dict(labels) if labels else None)
+
+
+_CONTAINER = client.V1Container(name="job", image="batkube/delay")
+_RESOURCES = client.V1ResourceRequirements()
+_META = client.V1ObjectMeta()
+_SPEC = client.V1PodSpec(containers=[], restart_policy="Never")
+_POD = client.V1Pod(api_version="v1", kind="Pod")
+
+
+def job_profile(job: dict[str, Any] | None, forwarded: dict | None, profiles: dict[str, dict]) -> dict | None:
+    """The job's profile: forwarded on submission, else from SIMULATION_BEGINS' table."""
+    if forwarded is not None:
+        return forwarded
+    if job is None or not isinstance(job.get("profile"), str):
+        return None
+    return profiles.get(job["profile"])
