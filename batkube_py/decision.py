@@ -71,7 +71,7 @@ class DecisionProcess:
         self.unknown_events = 0
         self._wakeups: list[float] = []  # CALL_ME_LATER times asked for and not yet reached
         self._to_build: list[admission.PodToBe] = []
-        self._admitted: dict[int, podshape.Shape] = {}  # shapes some node can hold (kept: ids stay theirs)
+        self._admitted: dict[int, podshape.Shape] = {}  # shared shapes some node can hold (ids kept theirs)
         self.cycles = Cycles()  # when the scheduler runs: instant.py
 
     # ---- entry points ---------------------------------------------------------------------------
@@ -215,9 +215,10 @@ class DecisionProcess:
         if id(shape) not in self._admitted:
             if (why := admission.refusal(record, shape.template, self.backend)) is not None:
                 return self._reject(record, reply, why)
-            if len(self._admitted) >= 4096:  # jobs that carry their own fields each have a shape
-                self._admitted.clear()
-            self._admitted[id(shape)] = shape  # the cluster's nodes never change what fits them empty
+            if shape.shared:  # the cluster's nodes never change what fits them empty
+                if len(self._admitted) >= 4096:  # as many shapes as podshape keeps
+                    self._admitted.clear()
+                self._admitted[id(shape)] = shape
         self._jobs[job_id] = (job, profile)
         pod = admission.PodToBe(job_id, name, shape)
         self._to_build.append(pod)

@@ -7,7 +7,7 @@ workload checks its 25 shapes once and each pod costs a few shallow copies.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import orjson
@@ -69,6 +69,7 @@ class Shape:
     priority: int = 0
     cpu: float = 0.0
     memory: int | str = ""
+    shared: bool = False  # kept for the jobs of the same pod-shaping fields (pod_shape's cache)
 
 
 def _shape(spec: dict[str, Any], container: client.V1Container, labels: dict[str, str] | None) -> Shape:
@@ -121,7 +122,7 @@ def pod_shape(job_id: str, job: dict[str, Any] | None, profile: dict[str, Any] |
         if len(_shapes) >= _SHAPES_MAX:
             _shapes.clear()
         if key:
-            _shapes[key] = shape
+            shape = _shapes[key] = replace(shape, shared=True)
     return shape
 
 

@@ -98,3 +98,11 @@ def test_pod_names_of_plain_job_ids_follow_the_general_rule():
     for job_id in ids:
         general = translate._sanitise(job_id.lower(), "a-z0-9", 52).strip("-") or "job"
         assert translate.pod_name(job_id) == general, job_id
+
+
+def test_only_shapes_shared_between_jobs_are_remembered_as_admitted(tmp_path):
+    p = started(tmp_path)
+    jobs = [submitted(1.0, f"w0!{i}", "p", cpu="500m") for i in range(1, 4)]  # fields of their own
+    jobs += [submitted(1.0, f"w0!{i}") for i in range(4, 7)]
+    p.handle(message(1.0, *jobs))
+    assert [s.shared for s in p._admitted.values()] == [True]
