@@ -11,6 +11,7 @@ from __future__ import annotations
 import heapq
 import logging
 import math
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -71,7 +72,8 @@ class DecisionProcess:
         self.unknown_events = 0
         self._wakeups: list[float] = []  # CALL_ME_LATER times asked for and not yet reached
         self._to_build: list[admission.PodToBe] = []
-        self._admitted: dict[int, podshape.Shape] = {}  # shared shapes some node can hold (ids kept theirs)
+        # shapes some node can hold, while in use: a job with fields of its own has a shape of its own
+        self._admitted: weakref.WeakSet[podshape.Shape] = weakref.WeakSet()
         self.cycles = Cycles()  # when the scheduler runs: instant.py
 
     # ---- entry points ---------------------------------------------------------------------------
@@ -212,13 +214,10 @@ class DecisionProcess:
             return self._reject(
                 record, reply, translate.Rejection(job_id, "-", "-", f"a working run ({self.fatal})")
             )
-        if id(shape) not in self._admitted:
+        if shape not in self._admitted:
             if (why := admission.refusal(record, shape.template, self.backend)) is not None:
                 return self._reject(record, reply, why)
-            if shape.shared:  # the cluster's nodes never change what fits them empty
-                if len(self._admitted) >= 4096:  # as many shapes as podshape keeps
-                    self._admitted.clear()
-                self._admitted[id(shape)] = shape
+            self._admitted.add(shape)  # the cluster's nodes never change what fits them empty
         self._jobs[job_id] = (job, profile)
         pod = admission.PodToBe(job_id, name, shape)
         self._to_build.append(pod)

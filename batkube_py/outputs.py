@@ -69,15 +69,10 @@ class _CsvLog:
         self._file = path.open("w", newline="")
         self._columns = columns
         self._writer = csv.writer(self._file)
-        self._writer.writerow(columns)
-        self._file.flush()
+        self.write_rows([columns])
 
     def write(self, row: dict[str, Any]) -> None:
-        self.write_values([row.get(c, "") for c in self._columns])
-
-    def write_values(self, values: tuple | list) -> None:
-        self._writer.writerow(values)
-        self._file.flush()
+        self.write_rows([[row.get(c, "") for c in self._columns]])
 
     def write_rows(self, rows: list) -> None:
         self._writer.writerows(rows)

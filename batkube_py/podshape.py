@@ -7,7 +7,7 @@ workload checks its 25 shapes once and each pod costs a few shallow copies.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -55,37 +55,41 @@ _SHAPE_KEYS = ("type", *sorted(_JOB_KEYS))  # every profile field _checked reads
 _SHAPES_MAX = 4096
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Shape:
     """A checked pod minus its name: spec fields, the container, labels (shared, never mutated), and
     what admission reads of it, worked out once: a pod with no name to ask the cluster about, the
-    scheduler, the priority and the requests as numbers."""
+    scheduler, the priority and the requests as numbers. Compared and hashed by identity, so that what
+    is learnt of a shape (admission's verdict) can be kept only as long as the shape is in use."""
 
     spec: dict[str, Any]
     container: client.V1Container
     labels: dict[str, str] | None
-    template: client.V1Pod = field(compare=False)
+    template: client.V1Pod
     scheduler: str = ""
     priority: int = 0
     cpu: float = 0.0
     memory: int | str = ""
-    shared: bool = False  # kept for the jobs of the same pod-shaping fields (pod_shape's cache)
 
 
 def _shape(spec: dict[str, Any], container: client.V1Container, labels: dict[str, str] | None) -> Shape:
     requests = container.resources.requests or {}
     meta = _META.model_copy(update={"labels": labels}) if labels else _META
-    pod_spec = _SPEC.model_copy(update={**spec, "containers": [container]})
     return Shape(
         spec,
         container,
         labels,
-        template=_POD.model_copy(update={"metadata": meta, "spec": pod_spec}),
+        template=_pod(meta, spec, container),
         scheduler=spec["scheduler_name"],
         priority=spec["priority"] or 0,
         cpu=quantities.milli_cpu(requests["cpu"]) / 1000 if "cpu" in requests else 0.0,
         memory=quantities.byte_count(requests["memory"]) if "memory" in requests else "",
     )
+
+
+def _pod(meta: client.V1ObjectMeta, spec: dict[str, Any], container: client.V1Container) -> client.V1Pod:
+    pod_spec = _SPEC.model_copy(update={**spec, "containers": [container]})
+    return _POD.model_copy(update={"metadata": meta, "spec": pod_spec})
 
 
 _shapes: dict[bytes, Shape] = {}
@@ -122,7 +126,7 @@ def pod_shape(job_id: str, job: dict[str, Any] | None, profile: dict[str, Any] |
         if len(_shapes) >= _SHAPES_MAX:
             _shapes.clear()
         if key:
-            shape = _shapes[key] = replace(shape, shared=True)
+            _shapes[key] = shape
     return shape
 
 
@@ -138,8 +142,7 @@ def assemble(job_id: str, name: str, shape: Shape) -> client.V1Pod:
         update={"requests": res.requests and dict(res.requests), "limits": res.limits and dict(res.limits)}
     )
     container = shape.container.model_copy(update={"resources": own})
-    spec = _SPEC.model_copy(update={**shape.spec, "containers": [container]})
-    return _POD.model_copy(update={"metadata": _META.model_copy(update=meta), "spec": spec})
+    return _pod(_META.model_copy(update=meta), shape.spec, container)
 
 
 def _checked(job_id: str, job: dict[str, Any] | None, profile: dict[str, Any] | None) -> Shape | Rejection:

@@ -86,7 +86,6 @@ def _runs_outside(allowed: str) -> re.Pattern:
 
 
 _EDGES = re.compile(r"^[^A-Za-z0-9]+|[^A-Za-z0-9]+$")
-_PLAIN_ID = re.compile(r"(?=.{1,52}$)[a-z0-9]+(![a-z0-9]+)*")
 
 
 def _sanitise(text: str, allowed: str, max_len: int) -> str:
@@ -128,11 +127,7 @@ def pod_name(job_id: str, taken: set[str] | frozenset[str] = frozenset()) -> str
     The mapping back to the job id is kept explicitly by the caller (and in an annotation), so this
     only has to be unique, stable and readable: 'w0!1' → 'w0-1'.
     """
-    lower = job_id.lower()
-    if _PLAIN_ID.fullmatch(lower):  # 'w0!1' and the like: the general rule's result, without its passes
-        base = lower.replace("!", "-")
-    else:
-        base = _sanitise(lower, "a-z0-9", 52).strip("-") or "job"
+    base = _sanitise(job_id.lower(), "a-z0-9", 52).strip("-") or "job"
     name, n = base, 1
     while name in taken:
         name = f"{base}-{_short_hash(job_id)}" + (f"-{n}" if n > 1 else "")

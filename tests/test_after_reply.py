@@ -1,11 +1,11 @@
 """What the decision process leaves until its reply has left (DecisionProcess.after_reply), and the
 per-shape shortcuts of admission: none of it may change a reply or an output."""
 
-import random
+import gc
 
 from batsim_messages import begins, completed, host, message, reply_events, requested_call, submitted
 
-from batkube_py import podshape, translate
+from batkube_py import podshape
 from batkube_py.cluster.embedded import EmbeddedCluster
 from batkube_py.decision import DecisionProcess
 from batkube_py.instant import DECISION_DELAY
@@ -78,31 +78,13 @@ def test_admission_asks_the_cluster_once_per_admitted_shape_and_rejects_every_to
     assert len((tmp_path / "rejected.csv").read_text().splitlines()) == 4
 
 
-def test_pod_names_of_plain_job_ids_follow_the_general_rule():
-    rng = random.Random(7)
-    ids = [
-        "w0!1",
-        "W0!1",
-        "a!!b",
-        "!a",
-        "a!",
-        "x" * 52,
-        "x" * 53,
-        "w0!1!2",
-        "a-b",
-        "",
-        "é!1",
-        "w0!" + "9" * 50,
-    ]
-    ids += ["".join(rng.choice("ab!-Z9é") for _ in range(rng.randint(0, 60))) for _ in range(5000)]
-    for job_id in ids:
-        general = translate._sanitise(job_id.lower(), "a-z0-9", 52).strip("-") or "job"
-        assert translate.pod_name(job_id) == general, job_id
-
-
-def test_only_shapes_shared_between_jobs_are_remembered_as_admitted(tmp_path):
+def test_admitted_shapes_are_remembered_only_while_in_use(tmp_path):
     p = started(tmp_path)
     jobs = [submitted(1.0, f"w0!{i}", "p", cpu="500m") for i in range(1, 4)]  # fields of their own
     jobs += [submitted(1.0, f"w0!{i}") for i in range(4, 7)]
     p.handle(message(1.0, *jobs))
-    assert [s.shared for s in p._admitted.values()] == [True]
+    t = 1.0 + DECISION_DELAY
+    p.handle(message(t, requested_call(t)))  # every pod built and added: the job shapes are let go
+    p.after_reply()
+    gc.collect()
+    assert list(p._admitted) == [podshape.pod_shape("w0!4", {"res": 1, "profile": "p"}, PROFILES["p"])]

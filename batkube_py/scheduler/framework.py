@@ -159,7 +159,6 @@ class Decision:
 
 
 @functools.lru_cache(maxsize=64)  # asked once per cycle with the same few arguments
-@functools.cache
 def num_feasible_nodes_to_find(n: int, percentage: int) -> int:
     """schedule_one.go numFeasibleNodesToFind: all nodes below 100, else an adaptive share (≥ 5 %)."""
     if n < 100 or percentage >= 100:
@@ -191,7 +190,6 @@ class Profile:
             self.pre_filters = seen
         # only plugins with a PreFilter of their own: the base one has nothing to say
         self._pre_filtering = [p for p in self.pre_filters if type(p).pre_filter is not Plugin.pre_filter]
-        self._left: tuple[list[Plugin], dict[tuple[int, ...], list[Plugin]]] = (self.filters, {})
 
     @property
     def filter_names(self) -> frozenset[str]:
@@ -326,19 +324,9 @@ class Profile:
                 skipped.append(plugin)
             elif why is not None:
                 return plugin.name, why
-        state.filters = self._filters_without(skipped) if skipped else self.filters
+        state.filters = [p for p in self.filters if p not in skipped] if skipped else self.filters
         state.nominated = nodes.nominated_for(pod) if nodes.nominated else {}
         return None
-
-    def _filters_without(self, skipped: list[Plugin]) -> list[Plugin]:
-        """The filters left when these PreFilters skip: a few combinations, asked every cycle."""
-        if self._left[0] is not self.filters:  # the filter list was replaced: start afresh
-            self._left = (self.filters, {})
-        key = tuple(map(id, skipped))
-        left = self._left[1].get(key)
-        if left is None:
-            left = self._left[1][key] = [p for p in self.filters if p not in skipped]
-        return left
 
     def schedule_one(self, pod: PodInfo, nodes: NodeTable, explain: bool = False) -> Decision:
         """One cycle; `explain` also ranks the best nodes, which only the decision record needs."""

@@ -16,6 +16,7 @@ from batkube_py.scheduler.podindex import PodIndex
 from batkube_py.scheduler.podinfo import PodInfo
 
 UNLIMITED = np.iinfo(np.int64).max // 4  # room on a node that does not model a resource
+_NONE: dict = {}  # no extended requests (read only)
 
 
 def one_pod(pod: PodInfo) -> int:
@@ -166,19 +167,25 @@ class NodeTable:
 
     def _apply(self, i: int, pod: PodInfo, sign: int) -> None:
         cpu, mem = sign * pod.milli_cpu, sign * pod.memory
-        self.req_cpu[i] += cpu
-        self.req_mem[i] += mem
-        self.nz_cpu[i] += sign * pod.nonzero_cpu
-        self.nz_mem[i] += sign * pod.nonzero_memory
-        self.pod_count[i] += sign
-        self.free_cpu[i] -= cpu
-        if self.mem_limited[i]:
-            self.free_mem[i] -= mem
-        self.free_pods[i] -= sign
-        for r, q in pod.extended.items():
+        ext = {r: sign * q for r, q in pod.extended.items()} if pod.extended else _NONE
+        nz_cpu, nz_mem = sign * pod.nonzero_cpu, sign * pod.nonzero_memory
+        self._shift(i, cpu, mem, nz_cpu, nz_mem, sign, ext, mem if self.mem_limited[i] else 0)
+
+    def _shift(self, at, cpu, mem, nz_cpu, nz_mem, count, ext: dict, free_mem) -> None:
+        """Move the request sums of node `at` (or of the nodes of an index array, no repeats) by these
+        amounts; `free_mem`: the memory taken where the node models it (0 elsewhere: unlimited)."""
+        self.req_cpu[at] += cpu
+        self.req_mem[at] += mem
+        self.nz_cpu[at] += nz_cpu
+        self.nz_mem[at] += nz_mem
+        self.pod_count[at] += count
+        self.free_cpu[at] -= cpu
+        self.free_mem[at] -= free_mem
+        self.free_pods[at] -= count
+        for r, q in ext.items():
             col = self.req_ext.get(r)
             if col is not None:
-                col[i] += sign * q
+                col[at] += q
 
     def _add(self, i: int, pod: PodInfo) -> None:
         self._apply(i, pod, +1)
@@ -273,18 +280,11 @@ class NodeTable:
     def reserve_nominated(self, idx: np.ndarray, nominated: dict[int, list[PodInfo]], sign: int) -> None:
         """reserve() of every pod `nominated` puts on the nodes `idx` (no repeats), all at once."""
         cols = self._nominated_requests(nominated)
-        cpu, mem, count = (sign * cols[f][idx] for f in ("milli_cpu", "memory", "count"))
-        self.req_cpu[idx] += cpu
-        self.req_mem[idx] += mem
-        self.nz_cpu[idx] += sign * cols["nonzero_cpu"][idx]
-        self.nz_mem[idx] += sign * cols["nonzero_memory"][idx]
-        self.pod_count[idx] += count
-        self.free_cpu[idx] -= cpu
-        self.free_mem[idx] -= np.where(self.mem_limited[idx], mem, 0)
-        self.free_pods[idx] -= count
-        for r, col in self.req_ext.items():
-            if r in cols:
-                col[idx] += sign * cols[r][idx]
+        cpu, mem, nz_cpu, nz_mem, count = (
+            sign * cols[f][idx] for f in ("milli_cpu", "memory", "nonzero_cpu", "nonzero_memory", "count")
+        )
+        ext = {r: sign * cols[r][idx] for r in self.req_ext if r in cols}
+        self._shift(idx, cpu, mem, nz_cpu, nz_mem, count, ext, np.where(self.mem_limited[idx], mem, 0))
 
     def add_nominated(self, i: int, pods: list[PodInfo]) -> None:
         """Put nominated pods on node i for one filter pass (upstream adds them to a copy of the node)."""
