@@ -18,7 +18,7 @@ from typing import Any
 from kubernetes import client
 from procset import ProcSet
 
-from batkube_py import admission, podshape, translate
+from batkube_py import admission, gangjobs, podshape, translate
 from batkube_py.cluster.base import Backend, BackendError
 from batkube_py.disruption import Disruptions
 from batkube_py.instant import ADD, DELETE, NODES, Cycles
@@ -67,6 +67,7 @@ class DecisionProcess:
         self._profiles: dict[str, dict[str, dict[str, Any]]] = {}
         self._jobs: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}  # active job → (job, profile)
         self.disruptions = Disruptions()
+        self.gangs = gangjobs.Gangs()
         self.over_allocations = 0
         self.jobs_done = 0
         self.unknown_events = 0
@@ -175,6 +176,7 @@ class DecisionProcess:
         self._host_ids = ProcSet(*self._node_of_host)
         self._alloc = {n.metadata.name: translate.alloc_for(n) for n in nodes}
         self._alloc_text = {name: str(alloc) for name, alloc in self._alloc.items()}
+        self._host_of = {name: alloc[0] for name, alloc in self._alloc.items()}
         if self.outputs is not None:
             self.outputs.nodes(nodes)
         try:
@@ -218,6 +220,15 @@ class DecisionProcess:
             if (why := admission.refusal(record, shape.template, self.backend)) is not None:
                 return self._reject(record, reply, why)
             self._admitted.add(shape)  # the cluster's nodes never change what fits them empty
+        if job["res"] > 1:
+            gang = self.gangs.admit(record, job, profile, shape, self.backend, self._job_of_pod.keys())
+            if isinstance(gang, translate.Rejection):
+                return self._reject(record, reply, gang)
+            self._job_of_pod.update((p, job_id) for p in (gang.name, *gang.pods))
+            self._jobs[job_id] = (job, profile)
+            backend = self.backend
+            self._stage(ts, ADD, job_id, lambda: self.gangs.add_to(backend, job_id, ts))
+            return
         self._jobs[job_id] = (job, profile)
         pod = admission.PodToBe(job_id, name, shape)
         self._to_build.append(pod)
@@ -253,7 +264,7 @@ class DecisionProcess:
             if not available:
                 down = set(names)
                 for record in self.records.values():
-                    if record.node in down and record.state in ("Running", "Starting"):
+                    if record.state in ("Running", "Starting") and not down.isdisjoint(record.node.split()):
                         self._disrupt(record, f"node {record.node} failed (machine unavailable)", True)
         else:
             log.info("ignoring NOTIFY %r", data.type)
@@ -279,11 +290,16 @@ class DecisionProcess:
         # Starting: Batsim never ran it, so the job simply gets a new pod, scheduled afresh
         backend, now, name = self.backend, self.now, record.pod
         assert backend is not None
+        record.state, record.node, record.resource_id, record.bind_time = "Pending", "", "", ""
+        record.reason = f"restarted: {why}"
+        if record.job_id in self.gangs:  # the group is scheduled again as one
+            job_id = record.job_id
+            self._stage(now, DELETE, job_id, lambda: self.gangs.delete_from(backend, job_id, now))
+            self._stage(now, ADD, job_id, lambda: self.gangs.add_to(backend, job_id, now))
+            return
         job, profile = self._jobs[record.job_id]
         pod = podshape.pod_from_job(record.job_id, job, profile, record.pod)
         assert not isinstance(pod, translate.Rejection)
-        record.state, record.node, record.resource_id, record.bind_time = "Pending", "", "", ""
-        record.reason = f"restarted: {why}"
         self._stage(now, DELETE, record.job_id, lambda: backend.delete_pod(name, now))
         self._stage(now, ADD, record.job_id, lambda: backend.add_pod(pod, record.job_id, now))
 
@@ -300,8 +316,14 @@ class DecisionProcess:
             return
         for b in bindings:
             record = self.records[self._job_of_pod[b.pod]]
-            record.node = b.node
-            record.resource_id = self._alloc[b.node][0]
+            if record.group:
+                if not self.gangs.bound(record.job_id, b.pod, b.node, self._host_of):
+                    continue  # the job starts once its last pod is bound
+                record.node = self.gangs.nodes(record.job_id)
+                record.resource_id = self.gangs.by_job[record.job_id].alloc_text
+            else:
+                record.node = b.node
+                record.resource_id = self._alloc[b.node][0]
             record.bind_time = self.now
             if self.startup is None:
                 self._execute(record, reply)
@@ -311,11 +333,15 @@ class DecisionProcess:
                     self._starting, (self.now + self.startup.sample(), len(self._starting), record.job_id)
                 )
         for ev in self.backend.take_evictions():
-            self._disrupt(self.records[self._job_of_pod[ev.pod]], ev.reason, False)
+            record = self.records[self._job_of_pod[ev.pod]]
+            if record.state in ("Running", "Starting"):  # a group's other pods may follow its first
+                self._disrupt(record, ev.reason, False)
         self.disruptions.flush_kills(reply)
         if self.no_more_jobs and (not self._unavailable or self.no_more_external_events):
             for gone in self.backend.give_up_pending(self.now):
                 job_id = self._job_of_pod[gone.pod]
+                if self.records[job_id].state != "Pending":
+                    continue  # a group's other pods: the job is rejected once
                 why = translate.Rejection(
                     job_id, "requests", "-", f"a pod that fits the cluster ({gone.reason})"
                 )
@@ -324,6 +350,10 @@ class DecisionProcess:
     def _execute(self, record: PodRecord, reply: Reply) -> None:
         record.start_time = self.now
         record.state = "Running"
+        if record.group:
+            gang = self.gangs.by_job[record.job_id]
+            reply.execute(record.job_id, gang.alloc, record.group_size, gang.alloc_text, gang.mapping)
+            return
         reply.execute(record.job_id, self._alloc[record.node], 1, self._alloc_text[record.node])
 
     def _start_due(self, reply: Reply) -> None:
@@ -339,7 +369,7 @@ class DecisionProcess:
             if record.state == "Running":
                 self.disruptions.kill(record.job_id)
             if record.state == "Starting" and self.backend is not None:
-                self.backend.delete_pod(record.pod, self.now)
+                self._delete_pods(record.job_id, record.pod, self.now)
                 record.state = "Pending"
             if record.state == "Pending":
                 self._reject(
@@ -365,8 +395,8 @@ class DecisionProcess:
             log.debug("ignoring completion of %s (%s)", job_id, "unknown" if record is None else record.state)
             return
         if self.backend is not None and record.pod in self._job_of_pod:
-            backend, name = self.backend, record.pod
-            self._stage(ts, DELETE, job_id, lambda: backend.delete_pod(name, ts))
+            name = record.pod
+            self._stage(ts, DELETE, job_id, lambda: self._delete_pods(job_id, name, ts))
         record.finish_time, record.state = ts, state
         if state != "Succeeded":
             record.reason = batsim_state
@@ -381,6 +411,15 @@ class DecisionProcess:
             self._profiles.setdefault(job_id.split("!", 1)[0], {})[new_job["profile"]] = new_profile
             if not self.disruptions.acknowledged:  # Batsim will not echo a JOB_SUBMITTED for it
                 self._submit(new_id, new_job, new_profile, ts, reply)
+
+    def _delete_pods(self, job_id: str, name: str, now: float) -> None:
+        assert self.backend is not None
+        if job_id in self.gangs:
+            self.gangs.delete_from(self.backend, job_id, now)
+            if self.records[job_id].state not in ("Pending", "Starting", "Running"):
+                self.gangs.forget(job_id)
+        else:
+            self.backend.delete_pod(name, now)
 
     def _final(self, record: PodRecord) -> None:
         self.jobs_done += 1

@@ -36,6 +36,8 @@ class PodRecord:
     finish_time: float | str = ""
     state: str = "Pending"
     reason: str = ""
+    group: str = ""  # the job's PodGroup (res > 1): pod names the group, node its distinct nodes
+    group_size: int = 1
 
 
 POD_COLUMNS = [f.name for f in fields(PodRecord)]

@@ -103,7 +103,7 @@ def test_kubernetes_schema_fields():
 
 def test_unrepresentable_jobs_are_rejected_with_field_and_expectation():
     cases = [
-        ({"res": 2}, {}, "res", "1"),
+        ({"res": 0}, {}, "res", "whole number of hosts"),
         ({}, {"type": "parallel_homogeneous"}, "profile.type", "delay"),
         ({"cpu": "lots"}, {}, "cpu", "quantity"),
         ({}, {"memory": "-1Gi"}, "profile.memory", "non-negative"),
