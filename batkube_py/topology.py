@@ -42,7 +42,7 @@ def host_labels(platform: Path) -> dict[str, dict[str, str]]:
     def walk(element: ET.Element, zone: str | None) -> None:
         for child in element:
             tag, ident = child.tag, child.get("id", "")
-            if tag == "zone":
+            if tag in ("zone", "AS"):  # AS: the name of zones before SimGrid 3.16
                 walk(child, ident or zone)
             elif tag == "host" and ident:
                 labels[ident] = {ZONE_LABEL: zone} if zone else {}

@@ -178,3 +178,49 @@ def test_preempting_one_pod_of_a_group_kills_the_whole_job(tmp_path):
     assert pods["w0!g"]["state"] == "Killed" and "preempted by w0-hi" in pods["w0!g"]["reason"]
     again = pods["w0!g#r1"]
     assert again["state"] == "Succeeded" and float(again["start_time"]) >= float(pods["w0!hi"]["finish_time"])
+
+
+TWO_RACKS = """<?xml version='1.0'?>
+<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">
+<platform version="4.1">
+<zone id="AS0" routing="Full">
+  <cluster id="rack0" prefix="node-" suffix="" radical="0-1" speed="1Gf" bw="1.25GBps" lat="50us"
+      bb_bw="2.5GBps" bb_lat="5us"><prop id="core" value="4"/></cluster>
+  <cluster id="rack1" prefix="node-" suffix="" radical="2-3" speed="1Gf" bw="1.25GBps" lat="50us"
+      bb_bw="2.5GBps" bb_lat="5us"><prop id="core" value="4"/></cluster>
+  <cluster id="master" prefix="master_host" suffix="" radical="0" speed="1Gf" bw="1.25GBps" lat="50us"
+      bb_bw="2.5GBps" bb_lat="5us"><prop id="role" value="master"/></cluster>
+  <link id="backbone" bandwidth="0.125GBps" latency="500us"/>
+  <zoneRoute src="rack0" dst="rack1" gw_src="node-rack0_router" gw_dst="node-rack1_router">
+    <link_ctn id="backbone"/></zoneRoute>
+  <zoneRoute src="rack0" dst="master" gw_src="node-rack0_router" gw_dst="master_hostmaster_router">
+    <link_ctn id="backbone"/></zoneRoute>
+  <zoneRoute src="rack1" dst="master" gw_src="node-rack1_router" gw_dst="master_hostmaster_router">
+    <link_ctn id="backbone"/></zoneRoute>
+</zone>
+</platform>
+"""
+
+
+def test_simgrid_clusters_become_node_labels_and_a_group_stays_in_one(tmp_path):
+    from batkube_py.topology import host_labels
+
+    (tmp_path / "p.xml").write_text(TWO_RACKS)
+    labels = host_labels(tmp_path / "p.xml")
+    assert labels["node-1"] == {"batkube.io/cluster": "rack0", "batkube.io/zone": "AS0"}
+    assert labels["node-2"]["batkube.io/cluster"] == "rack1"
+    jobs = [
+        {"id": "a", "subtime": 0, "res": 2, "profile": "rack"},
+        {"id": "b", "subtime": 0, "res": 2, "profile": "rack"},
+        {"id": "wide", "subtime": 1, "res": 3, "profile": "rack"},
+    ]
+    profiles = {"rack": {"type": "delay", "delay": 10, "cpu": "3", "groupTopology": "batkube.io/cluster"}}
+    (tmp_path / "w.json").write_text(json.dumps({"nb_res": 4, "jobs": jobs, "profiles": profiles}))
+    cfg = RunConfig(tmp_path / "p.xml", tmp_path / "w.json", tmp_path / "out", batsim=DOUBLE, progress=False)
+    summary = run(cfg)
+    assert summary["error"] is None and summary["jobs_succeeded"] == 2 and summary["jobs_rejected"] == 1
+    pods = {r["job_id"]: r for r in csv.DictReader((tmp_path / "out" / "pods.csv").open())}
+    racks = {"node-0 node-1": "rack0", "node-2 node-3": "rack1"}
+    assert {racks[pods["w0!a"]["node"]], racks[pods["w0!b"]["node"]]} == {"rack0", "rack1"}
+    rejected = (tmp_path / "out" / "rejected.csv").read_text()
+    assert "any one domain of 'batkube.io/cluster' holds 2 of its 3 pods" in rejected
