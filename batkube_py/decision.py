@@ -341,12 +341,12 @@ class DecisionProcess:
         log.warning("rejecting %s", why.reason)
         record.state, record.reason = "Rejected", why.reason
         reply.add(m.RejectJob(job_id=record.job_id))
-        self._reject_record(why)
+        self._reject_record(why, record.group)
         self._final(record)
 
-    def _reject_record(self, why: translate.Rejection) -> None:
+    def _reject_record(self, why: translate.Rejection, group: str = "") -> None:
         if self.outputs is not None:
-            self.outputs.rejected(why)
+            self.outputs.rejected(why, group)
 
     def _finish(self, job_id: str, state: str, ts: float, batsim_state: str, reply: Reply) -> None:
         record = self.records.get(job_id)

@@ -142,6 +142,7 @@ class Gangs:
     ) -> Gang | translate.Rejection:
         """The job's group and pods, or why it can never run (checked against the empty cluster)."""
         job_id, size = record.job_id, job["res"]
+        record.group_size = size
         fields = group_fields(job_id, job, profile)
         if isinstance(fields, translate.Rejection):
             return fields
@@ -151,11 +152,12 @@ class Gangs:
                 job_id, "res", repr(size), "1: this backend does not schedule pod groups (res > 1) yet"
             )
         name, pods = member_names(record.pod, size, taken)
+        record.group = name  # rejected.csv names the group even when it never existed
         group = pod_group(name, size, shape, topology)
         first = member_pod(job_id, name, pods[0], 0, shape, one_per_node)
         if (why := backend.group_never_fits(first, group)) is not None:
             return translate.Rejection(job_id, "res", repr(size), why)
-        record.pod, record.group, record.group_size = name, name, size
+        record.pod = name
         gang = Gang(group, pods, shape, one_per_node)
         self.by_job[job_id] = gang
         return gang

@@ -101,7 +101,7 @@ def test_a_group_that_never_fits_is_rejected_at_once_with_its_reason(tmp_path):
     assert out[3][0] == "EXECUTE_JOB"
     p.outputs.close()
     rows = {r["job_id"]: r for r in csv.DictReader((tmp_path / "rejected.csv").open())}
-    assert "holds 4 of its 5 pods" in rows["w0!big"]["reason"]
+    assert "holds 4 of its 5 pods" in rows["w0!big"]["reason"] and rows["w0!big"]["group"] == "w0-big"
     assert "one pod per node" in rows["w0!spread"]["reason"]
     assert rows["w0!badflag"]["field"] == "onePodPerNode"
 
@@ -120,11 +120,11 @@ def test_a_backend_without_groups_rejects_them_with_the_reason(tmp_path):
     assert "does not schedule pod groups" in (tmp_path / "rejected.csv").read_text()
 
 
-def _run(tmp_path, jobs, profiles, nodes, cores, extra=()):
+def _run(tmp_path, jobs, profiles, nodes, cores, extra=(), record=False):
     (tmp_path / "p.xml").write_text(cluster_platform(nodes, cores))
     (tmp_path / "w.json").write_text(json.dumps({"nb_res": nodes, "jobs": jobs, "profiles": profiles}))
     cfg = RunConfig(tmp_path / "p.xml", tmp_path / "w.json", tmp_path / "out", batsim=DOUBLE, progress=False,
-                    batsim_args=tuple(extra))  # fmt: skip
+                    batsim_args=tuple(extra), record_decisions=record)  # fmt: skip
     summary = run(cfg)
     rows = list(csv.DictReader((tmp_path / "out" / "pods.csv").open()))
     batsim = {r["job_id"]: r for r in csv.DictReader((tmp_path / "out" / "out_jobs.csv").open())}
@@ -150,6 +150,25 @@ def test_gang_workload_end_to_end_on_the_double(tmp_path):
     # the spread group needs both hosts whole: it starts after the shared one, at its group backoff
     assert float(spread["start_time"]) >= float(shared["finish_time"])
     assert "holds 4 of its 9 pods" in (tmp_path / "out" / "rejected.csv").read_text()
+    assert summary["gang_jobs"] == 3 and summary["max_group_size"] == 9 and summary["gang_pods"] == 15
+    waits = [float(r["bind_time"]) - float(r["submit_time"]) for r in (shared, spread)]
+    assert summary["mean_gang_wait"] == pytest.approx(sum(waits) / 2)
+
+
+def test_explain_tells_a_groups_story(tmp_path):
+    from click.testing import CliRunner
+
+    from batkube_py.cli import main
+
+    jobs = [
+        {"id": "a", "subtime": 0, "res": 4, "profile": "half"},
+        {"id": "b", "subtime": 0, "res": 4, "profile": "half"},
+    ]
+    summary, _, _ = _run(tmp_path, jobs, PROFILES, 2, "4", record=True)
+    assert summary["jobs_succeeded"] == 2
+    out = CliRunner().invoke(main, ["explain", str(tmp_path / "out"), "w0!b"]).output
+    assert "pod group w0-b: all 4 pods bound" in out and "unschedulable group cycle" in out
+    assert "0 of minCount 4 pods could be placed" in out and "members placed in upstream's order" in out
 
 
 def test_a_node_failure_under_a_group_kills_the_whole_job_and_it_runs_again_as_one(tmp_path):

@@ -94,6 +94,8 @@ class Groups:
             return groupcycle.placement_algorithm(profile, members, c.nodes, bound, entity.min_count, key)
 
         result = algorithm()
+        if c.recorder is not None:
+            c.recorder.write_line(self._attempt(entity, members, result, now))
         if result.status != gs.SUCCESS:
             self.messages[entity.name] = result.message
             for m in members:
@@ -115,6 +117,28 @@ class Groups:
             bindings.append(Binding(pod.name, c.nodes.names[node]))
         self.queue.succeeded(entity, [p.name for p, _ in result.placed])
         return bindings
+
+    def _attempt(self, entity: GroupEntity, members: list[PodInfo], result, now: float) -> dict:
+        """The group cycle's line in decisions.jsonl: the group as one attempt, each member's outcome."""
+        c = self.cluster
+        placed = {p.name: c.nodes.names[i] for p, i in result.placed}
+        first = next(iter(result.failures.values()), None)
+        return {
+            "time": now,
+            "pod": entity.name,
+            "job_id": members[0].job_id,
+            "profile": members[0].scheduler_name,
+            "attempt": members[0].attempts,
+            "result": "bound" if result.status == gs.SUCCESS else "unschedulable",
+            "nodes": len(c.nodes),
+            "feasible": len(placed),
+            "reasons": first.reasons if first is not None else {},
+            "rejected_by": sorted(first.rejected_by) if first is not None else [],
+            "group": entity.name,
+            "min_count": entity.min_count,
+            "message": result.message,
+            "members": {m.name: placed.get(m.name) for m in members},
+        }
 
     def _post_filter(self, profile, entity: GroupEntity, members: list[PodInfo], algorithm) -> None:
         c = self.cluster

@@ -62,14 +62,11 @@ def default_algorithm(
             nodes.nominate(pod, i)
     if status == gs.WAIT or not placed:
         status = gs.UNSCHEDULABLE
-    message = "" if status == gs.SUCCESS else _unschedulable_message(members, failures, bound, min_count)
+    message = "" if status == gs.SUCCESS else _unschedulable_message(len(placed), failures, bound, min_count)
     return GroupResult(status, placed if status == gs.SUCCESS else [], failures, message)
 
 
-def _unschedulable_message(
-    members: list[PodInfo], failures: dict[str, Decision], bound: int, want: int
-) -> str:
-    fit = len(members) - len(failures)
+def _unschedulable_message(fit: int, failures: dict[str, Decision], bound: int, want: int) -> str:
     first = next((d for d in failures.values()), None)
     detail = ""
     if first is not None:
