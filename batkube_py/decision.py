@@ -342,6 +342,7 @@ class DecisionProcess:
         record.state, record.reason = "Rejected", why.reason
         reply.add(m.RejectJob(job_id=record.job_id))
         self._reject_record(why, record.group)
+        self.gangs.forget(record.job_id)
         self._final(record)
 
     def _reject_record(self, why: translate.Rejection, group: str = "") -> None:

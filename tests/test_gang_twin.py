@@ -183,3 +183,14 @@ def test_give_up_only_when_nothing_runs(running):
     c.schedule(0.0)
     gone = c.give_up_pending(1.0)
     assert (gone == []) if running else ({u.pod for u in gone} == {"p0", "p1", "p2"})
+
+
+def test_members_disagreeing_with_the_groups_priority_fail_with_a_scheduler_error():
+    c = EmbeddedCluster(nodes(2))
+    c.add_pod_group(group("g", 2, priority=5), 0.0)
+    c.add_pod(pod("p0", grp="g", priority=5), "j", 0.0)
+    c.add_pod(pod("p1", grp="g", priority=0), "j", 0.0)
+    assert c.schedule(0.0) == []
+    entity = c.groups.queue.entities["g"]
+    assert entity.error_count == 1 and entity.unschedulable_count == 0
+    assert "SchedulerError" in c.groups.messages["g"]
