@@ -194,3 +194,47 @@ def test_members_disagreeing_with_the_groups_priority_fail_with_a_scheduler_erro
     entity = c.groups.queue.entities["g"]
     assert entity.error_count == 1 and entity.unschedulable_count == 0
     assert "SchedulerError" in c.groups.messages["g"]
+
+
+def test_skipping_a_cycle_that_ends_at_its_first_member_changes_no_decision(tmp_path, monkeypatch):
+    """The recorder forces every group cycle to run; without it, cycles whose first member fits nowhere
+    are skipped (groupcycle.first_stops_it). Same seed, same events: same bindings, same times."""
+    import random
+
+    from batkube_py.scheduler.record import DecisionRecorder
+
+    def play(recorder):
+        c = EmbeddedCluster(nodes(120, core="4"), seed=3, recorder=recorder)
+        rng = random.Random(7)
+        running: list[tuple[float, list[str]]] = []
+        out = []
+        for k in range(150):
+            now = float(k)
+            for end, names in [r for r in running if r[0] <= now]:
+                running.remove((end, names))
+                for n in names:
+                    c.delete_pod(n, now)
+            size = rng.choice([1, 2, 4, 8, 16, 32])
+            cpu = rng.choice(["1", "2", "3", "4"])
+            c.add_pod_group(group(f"g{k}", size), now)
+            for i in range(size):
+                c.add_pod(pod(f"g{k}-{i}", cpu=cpu, grp=f"g{k}"), f"j{k}", now)
+            bound = c.schedule(now)
+            out += [(now, b.pod, b.node) for b in bound]
+            done: dict[str, list[str]] = {}
+            for b in bound:
+                done.setdefault(b.pod.rsplit("-", 1)[0], []).append(b.pod)
+            running += [(now + rng.choice([5, 20, 40]), names) for names in done.values()]
+        return out
+
+    from batkube_py.scheduler import groupcycle
+
+    skipped = []
+    real = groupcycle.first_stops_it
+    monkeypatch.setattr(groupcycle, "first_stops_it", lambda *a: skipped.append(real(*a)) or skipped[-1])
+    fast = play(None)
+    assert sum(skipped) > 20  # the shortcut was taken
+    recorder = DecisionRecorder(tmp_path / "d.jsonl")
+    slow = play(recorder)
+    recorder.close()
+    assert fast == slow and len(fast) > 500

@@ -93,7 +93,16 @@ class Groups:
                 return groupcycle.default_algorithm(profile, members, c.nodes, len(bound), entity.min_count)
             return groupcycle.placement_algorithm(profile, members, c.nodes, bound, entity.min_count, key)
 
-        result = algorithm()
+        if (
+            c.recorder is None
+            and key is None
+            and groupcycle.first_stops_it(members, c.nodes, len(bound), entity.min_count)
+        ):
+            result = groupcycle.GroupResult(
+                gs.UNSCHEDULABLE, message=groupcycle.no_room_message(members[0], entity.min_count)
+            )
+        else:
+            result = algorithm()
         if c.recorder is not None:
             c.recorder.write_line(self._attempt(entity, members, result, now))
         if result.status != gs.SUCCESS:

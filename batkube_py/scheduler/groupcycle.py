@@ -21,6 +21,7 @@ import numpy as np
 
 from batkube_py.scheduler.framework import MAX_NODE_SCORE, Decision, Profile
 from batkube_py.scheduler.plugins import gangscheduling as gs
+from batkube_py.scheduler.plugins.noderesources import fits
 from batkube_py.scheduler.podinfo import PodInfo
 from batkube_py.scheduler.snapshot import NodeTable
 
@@ -73,6 +74,26 @@ def _unschedulable_message(fit: int, failures: dict[str, Decision], bound: int, 
         reasons = ", ".join(f"{k} {r}" for r, k in sorted(first.reasons.items()))
         detail = f"; pod {first.pod.name} fits no node ({reasons})" if reasons else ""
     return f"pod group is unschedulable: {bound + fit} of minCount {want} pods could be placed{detail}"
+
+
+def first_stops_it(members: list[PodInfo], nodes: NodeTable, bound: int, min_count: int) -> bool:
+    """Whether the default algorithm would end at its first member, found fitting nowhere: no node has
+    room for its requests (other filters and nominated pods only take room away), and without it minCount
+    is out of reach. Such a cycle draws no tie-break and leaves the start index where it was (every node
+    examined), so skipping it changes nothing but the time it takes; a group waiting for resources fails
+    this way on most of its retries."""
+    if bound + len(members) - 1 >= min_count:
+        return False
+    pod = members[0]
+    room = fits(pod.milli_cpu, pod.memory, nodes.free_cpu, nodes.free_mem, nodes.free_pods, nodes.mem_limited)
+    return not room.any()
+
+
+def no_room_message(pod: PodInfo, min_count: int) -> str:
+    return (
+        f"pod group is unschedulable: 0 of minCount {min_count} pods could be placed; pod {pod.name} fits "
+        "no node (no node has room for its requests)"
+    )
 
 
 def domains(nodes: NodeTable, key: str, bound_nodes: list[int]) -> dict[str, np.ndarray]:

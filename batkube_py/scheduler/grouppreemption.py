@@ -29,12 +29,8 @@ class GroupPreemption:
 
 
 def ongoing(members: list[PodInfo], nodes: NodeTable, priority: int) -> bool:
-    return any(
-        p.terminating and p.priority < priority
-        for m in members
-        if m.nominated_node is not None
-        for p in nodes.pods_on[m.nominated_node].values()
-    )
+    held = {m.nominated_node for m in members if m.nominated_node is not None}
+    return any(p.terminating and p.priority < priority for i in held for p in nodes.pods_on[i].values())
 
 
 def _all_pass(profile: Profile, proposal: list[tuple[PodInfo, int]], nodes: NodeTable) -> bool:
@@ -62,6 +58,9 @@ def preempt_group(
     """Victims and nominations that let the group run, or None. `algorithm` runs the group's algorithm
     on `nodes` as they are when it is called."""
     if profile.preemption is None or any(m.pod.spec.preemption_policy == "Never" for m in members):
+        return None
+    lowest = nodes.lowest_priority()
+    if lowest is None or lowest >= priority:
         return None
     lower = [p for on in nodes.pods_on for p in on.values() if p.priority < priority]
     if not lower:
