@@ -261,7 +261,7 @@ class DecisionProcess:
         # Starting: Batsim never ran it, so the job simply gets new pods (a group: as one), scheduled afresh
         now, name, job_id = self.now, record.pod, record.job_id
         record.state, record.node, record.resource_id, record.bind_time = "Pending", "", "", ""
-        record.reason = f"restarted: {why}"
+        record.reason, record.members = f"restarted: {why}", ()
         self._stage(now, DELETE, job_id, lambda: self._delete_pods(job_id, name, now))
         self._stage(now, ADD, job_id, lambda: self._add_pods(job_id, name, now))
 
@@ -281,7 +281,7 @@ class DecisionProcess:
             if record.group:
                 if not self.gangs.bound(record.job_id, b.pod, b.node, self.hosts.host_of):
                     continue  # the job starts once its last pod is bound
-                record.node = self.gangs.nodes(record.job_id)
+                record.node, record.members = self.gangs.placement(record.job_id, self.hosts.host_of)
                 record.resource_id = self.gangs.by_job[record.job_id].alloc_text
             else:
                 record.node = b.node

@@ -186,9 +186,11 @@ class Gangs:
         gang.alloc, gang.alloc_text, gang.mapping = allocation([host_of[gang.node_of[p]] for p in gang.pods])
         return True
 
-    def nodes(self, job_id: str) -> str:
+    def placement(self, job_id: str, host_of: dict[str, int]) -> tuple[str, tuple[tuple[str, str, int], ...]]:
+        """A bound group's distinct nodes ('n0 n1') and each pod's (pod, node, resource id)."""
         gang = self.by_job[job_id]
-        return " ".join(sorted(set(gang.node_of.values())))
+        members = tuple((p, gang.node_of[p], host_of[gang.node_of[p]]) for p in gang.pods)
+        return " ".join(sorted(set(gang.node_of.values()))), members
 
     def forget(self, job_id: str) -> None:
         self.by_job.pop(job_id, None)

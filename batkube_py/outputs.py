@@ -11,7 +11,7 @@ import csv
 import json
 import operator
 from collections.abc import Iterable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -38,9 +38,11 @@ class PodRecord:
     reason: str = ""
     group: str = ""  # the job's PodGroup (res > 1): pod names the group, node its distinct nodes
     group_size: int = 1
+    # a bound group's pods as (pod, node, resource id): pods.csv has one row per pod, the job's columns
+    members: tuple[tuple[str, str, int], ...] = field(default=(), repr=False)
 
 
-POD_COLUMNS = [f.name for f in fields(PodRecord)]
+POD_COLUMNS = [f.name for f in fields(PodRecord) if f.name != "members"]
 _pod_row = operator.attrgetter(*POD_COLUMNS)
 REJECTED_COLUMNS = ["job_id", "field", "value", "expected", "reason", "group"]
 NODE_COLUMNS = ["node", "resource_id", "cpu", "memory", "pods"]
@@ -117,7 +119,12 @@ class RunOutputs:
         log.close()
 
     def pod(self, record: PodRecord) -> None:
-        self._rows.append(_pod_row(record))
+        row = _pod_row(record)
+        if not record.members:
+            self._rows.append(row)
+            return
+        for pod, node, rid in record.members:  # a group: one row per pod, where it ran
+            self._rows.append((row[0], pod, node, rid, *row[4:]))
 
     def flush(self) -> None:
         if self._rows:

@@ -120,6 +120,10 @@ def test_a_backend_without_groups_rejects_them_with_the_reason(tmp_path):
     assert "does not schedule pod groups" in (tmp_path / "rejected.csv").read_text()
 
 
+def _rows(tmp_path, job_id):
+    return [r for r in csv.DictReader((tmp_path / "out" / "pods.csv").open()) if r["job_id"] == job_id]
+
+
 def _run(tmp_path, jobs, profiles, nodes, cores, extra=(), record=False):
     (tmp_path / "p.xml").write_text(cluster_platform(nodes, cores))
     (tmp_path / "w.json").write_text(json.dumps({"nb_res": nodes, "jobs": jobs, "profiles": profiles}))
@@ -142,7 +146,13 @@ def test_gang_workload_end_to_end_on_the_double(tmp_path):
     assert summary["error"] is None and summary["over_allocations"] == 0
     assert summary["jobs_succeeded"] == 3 and summary["jobs_rejected"] == 1
     shared, spread = pods["w0!shared"], pods["w0!spread"]
-    assert shared["group"] == "w0-shared" and shared["group_size"] == "4" and shared["resource_id"] == "0-1"
+    assert shared["group"] == "w0-shared" and shared["group_size"] == "4"
+    rows = _rows(tmp_path, "w0!shared")  # one row per pod, where it ran
+    assert [r["pod"] for r in rows] == [f"w0-shared-{i}" for i in range(4)]
+    assert sorted(r["node"] for r in rows) == ["node-0", "node-0", "node-1", "node-1"]
+    assert {r["resource_id"] for r in rows} == {"0", "1"} and {r["start_time"] for r in rows} == {
+        shared["start_time"]
+    }
     assert batsim["shared"]["requested_number_of_resources"] == "4"
     assert (
         batsim["shared"]["allocated_resources"] == "0-1" and batsim["spread"]["allocated_resources"] == "0-1"
@@ -183,7 +193,7 @@ def test_a_node_failure_under_a_group_kills_the_whole_job_and_it_runs_again_as_o
     assert killed["state"] == "Killed" and "node-1 failed" in killed["reason"]
     again = pods["w0!g#r1"]
     assert again["state"] == "Succeeded" and again["group_size"] == "2" and float(again["start_time"]) >= 50
-    assert again["node"] == "node-0 node-1"
+    assert sorted(r["node"] for r in _rows(tmp_path, "w0!g#r1")) == ["node-0", "node-1"]
 
 
 def test_preempting_one_pod_of_a_group_kills_the_whole_job(tmp_path):
@@ -239,7 +249,8 @@ def test_simgrid_clusters_become_node_labels_and_a_group_stays_in_one(tmp_path):
     summary = run(cfg)
     assert summary["error"] is None and summary["jobs_succeeded"] == 2 and summary["jobs_rejected"] == 1
     pods = {r["job_id"]: r for r in csv.DictReader((tmp_path / "out" / "pods.csv").open())}
-    racks = {"node-0 node-1": "rack0", "node-2 node-3": "rack1"}
-    assert {racks[pods["w0!a"]["node"]], racks[pods["w0!b"]["node"]]} == {"rack0", "rack1"}
+    rack = {"node-0": "rack0", "node-1": "rack0", "node-2": "rack1", "node-3": "rack1"}
+    a, b = ({rack[r["node"]] for r in _rows(tmp_path, j)} for j in ("w0!a", "w0!b"))
+    assert len(a) == len(b) == 1 and a | b == {"rack0", "rack1"}
     rejected = (tmp_path / "out" / "rejected.csv").read_text()
     assert "any one domain of 'batkube.io/cluster' holds 2 of its 3 pods" in rejected
