@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from shared_support import need
 
 from batkube_py.cli import main
 
@@ -21,6 +22,7 @@ TOLERANCE = 1e-3
 
 
 def batkube_run(out: Path, workload: Path, platform: Path = GRAPHENE, *extra: str) -> tuple[int, str, dict]:
+    need(platform, workload)
     args = ["run", "-p", str(platform), "-w", str(workload), "-o", str(out), "--batsim", str(DOUBLE), *extra]
     result = CliRunner().invoke(main, args)
     summary = json.loads((out / "summary.json").read_text()) if (out / "summary.json").exists() else {}

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from shared_support import need
 
 from batkube_py.cli import main
 from batkube_py.transcript import TranscriptError, TranscriptWriter, load, replay
@@ -16,16 +17,21 @@ from batkube_py.transcript import TranscriptError, TranscriptWriter, load, repla
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 DOUBLE = ROOT / "tests" / "batsim_double" / "batsim"
-PLATFORM = (SHARED / "reference" / "platforms" / "3node_6core.xml").resolve()  # the run resolves links
-WORKLOAD = (SHARED / "reference" / "workloads" / "spaced_150_delay200_varied_cpu.json").resolve()
+INPUTS = (
+    SHARED / "reference" / "platforms" / "3node_6core.xml",
+    SHARED / "reference" / "workloads" / "spaced_150_delay200_varied_cpu.json",
+)
+PLATFORM, WORKLOAD = (p.resolve() for p in INPUTS)  # the run resolves links
 
 
 def _run(out: Path, *extra: str):
+    need(*INPUTS)
     args = ["run", "-p", str(PLATFORM), "-w", str(WORKLOAD), "-o", str(out), "--batsim", str(DOUBLE), *extra]
     return CliRunner().invoke(main, args)
 
 
 def _double(out: Path, endpoint: str) -> subprocess.CompletedProcess:
+    need(*INPUTS)
     cmd = [sys.executable, str(DOUBLE), "-p", str(PLATFORM), "-w", str(WORKLOAD), "-e", str(out / "out"),
            "-s", endpoint, "--enable-compute-sharing", "--enable-dynamic-jobs", "--acknowledge-dynamic-jobs",
            "-q", "--max-wait", "30"]  # fmt: skip
