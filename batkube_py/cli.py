@@ -17,7 +17,7 @@ try:
 
     from batkube_py import __version__, platforms, rundir, workloads
     from batkube_py.cliparams import MAX_JOBS, MAX_NODES, SECONDS, Finite, guard_options
-    from batkube_py.cliutil import CONTEXT, Quantity, out_option, short_help_everywhere
+    from batkube_py.cliutil import CONTEXT, Quantity, fixed, out_option, short_help_everywhere
     from batkube_py.controlplane.cli import apiserver_config, backend_options, controlplane
     from batkube_py.endpoint import FREE_LOOPBACK
     from batkube_py.experiments.commands import experiment
@@ -66,6 +66,14 @@ def main() -> None:
 
 
 def _report(summary: dict) -> None:
+    """The run's figures on success; on failure only what failed and what was kept, so that a stopped run
+    cannot be mistaken for a finished one."""
+    if summary.get("error"):
+        ended = summary.get("jobs_total", 0) - summary.get("jobs_unfinished", 0)
+        raise click.ClickException(
+            f"{summary['error']} — the run did not finish ({ended} of {summary.get('jobs_total', 0)} "
+            "jobs ended); the outputs so far are kept (summary.json has error set)"
+        )
     keys = (
         "makespan",
         "mean_waiting_time",
@@ -74,13 +82,7 @@ def _report(summary: dict) -> None:
         "jobs_rejected",
         "over_allocations",
     )
-    click.echo(
-        " ".join(
-            f"{k}={summary[k]:.6g}" if isinstance(summary[k], float) else f"{k}={summary[k]}" for k in keys
-        )
-    )
-    if summary.get("error"):
-        raise click.ClickException(summary["error"])
+    click.echo(" ".join(f"{k}={fixed(summary[k])}" for k in keys))
 
 
 def _transcript_option(f):
@@ -254,8 +256,8 @@ def workload_cmd(kind, jobs, delay, interval, cpu, memory, out) -> None:
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     last = doc["jobs"][-1]["subtime"]
-    when = f"submitted from 0 to {last:g} s" if last else "all submitted at 0 s"
-    what = f"{jobs} {kind} job(s) of {delay:g} s, {when}"
+    when = f"submitted from 0 to {fixed(float(last))} s" if last else "all submitted at 0 s"
+    what = f"{jobs} {kind} job(s) of {fixed(float(delay))} s, {when}"
     _write(json.dumps(doc, indent=1) + "\n", out, what)
 
 

@@ -11,6 +11,14 @@ import click
 CONTEXT = {"help_option_names": ["-h", "--help"]}
 
 
+def fixed(value: object) -> str:
+    """A figure as a user reads it: 7949020.5, never 7.94902e+06 (at most 6 decimals)."""
+    if isinstance(value, float):
+        text = f"{value:.6f}".rstrip("0").rstrip(".")
+        return "0" if text == "-0" else text
+    return str(value)
+
+
 class AliasOption(click.Option):
     """An option whose older spellings still work but are left out of --help (one name to learn)."""
 
