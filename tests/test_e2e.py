@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 DOUBLE = ROOT / "tests" / "batsim_double" / "batsim"
 GRAPHENE = SHARED / "reference" / "platforms" / "platform_graphene_16nodes.xml"
-CLUSTER16 = ROOT / "platforms" / "cluster_16x1core.xml"  # the repository's 16 one-core nodes
+C16 = ROOT / "platforms" / "cluster_16x1core.xml"  # the repository's 16 one-core nodes
 # The double is exact (real Batsim 4.2.1's figures with this adapter): what is left is rounding.
 TOLERANCE = 1e-3
 
@@ -98,7 +98,7 @@ def test_missing_batsim_runs_the_double_and_says_so(tmp_path, monkeypatch):
         [
             "run",
             "-p",
-            str(CLUSTER16),
+            str(C16),
             "-w",
             str(ROOT / "workloads" / "burst_200_delay170.json"),
             "-o",
@@ -114,7 +114,7 @@ def test_bad_workload_file_is_named(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text('{"jobs": [}')
     result = CliRunner().invoke(
-        main, ["run", "-p", str(CLUSTER16), "-w", str(bad), "-o", str(tmp_path / "o"), "--batsim", str(DOUBLE)]
+        main, ["run", "-p", str(C16), "-w", str(bad), "-o", str(tmp_path / "o"), "--batsim", str(DOUBLE)]
     )
     assert result.exit_code == 1 and "bad.json" in result.output and "line 1" in result.output
 
@@ -129,7 +129,7 @@ def _fake_batsim(tmp_path: Path, body: str) -> Path:
 def test_batsim_dying_stops_the_run_keeps_outputs_and_fails(tmp_path):
     fake = _fake_batsim(tmp_path, "import sys; print('boom', file=sys.stderr); sys.exit(3)\n")
     code, output, summary = batkube_run(
-        tmp_path / "o", ROOT / "workloads" / "burst_200_delay170.json", GRAPHENE, "--batsim", str(fake)
+        tmp_path / "o", ROOT / "workloads" / "burst_200_delay170.json", C16, "--batsim", str(fake)
     )
     assert code == 1 and "Batsim exited before the simulation ended" in output
     assert summary["batsim_exit_code"] == 3 and summary["error"]
@@ -149,7 +149,7 @@ def test_broken_json_from_the_peer_is_a_clear_error_not_a_hang(tmp_path):
         """,
     )
     code, output, summary = batkube_run(
-        tmp_path / "o", ROOT / "workloads" / "burst_200_delay170.json", GRAPHENE, "--batsim", str(fake)
+        tmp_path / "o", ROOT / "workloads" / "burst_200_delay170.json", C16, "--batsim", str(fake)
     )
     # junk is never taken for Batsim's first message: it is ignored, and named when Batsim goes away
     assert code == 1 and "not valid JSON" in output

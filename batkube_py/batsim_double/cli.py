@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import sys
+import xml.etree.ElementTree as ET
 from typing import TextIO
 
 import zmq
@@ -143,7 +144,17 @@ def main(argv: list[str] | None = None, out: TextIO | None = None, err: TextIO |
     sched_config = read_sched_config(a, err)
     if sched_config is None:
         return 134
-    double = build(a, p, sched_config, err)
+    try:
+        double = build(a, p, sched_config, err)
+    except ET.ParseError as exc:  # SimGrid's surf_parse_error: one line, then xbt_die (SIGABRT)
+        err.write(f"[0.000000] [surf_parse/ERROR] Parse error at {a.platform}:{exc.position[0]}: {exc}\n")
+        return 134
+    except OSError as exc:  # the export directory (-e) is missing or not writable
+        err.write(f"batsim double: cannot write the outputs ({a.export_prefix}*): {exc}\n")
+        return 1
+    except (KeyError, ValueError, TypeError) as exc:
+        err.write(f"batsim double: platform {a.platform} is not a SimGrid platform it can load: {exc!r}\n")
+        return 134
     return serve(double, a.socket_endpoint, max_wait, err)
 
 
