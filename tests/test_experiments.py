@@ -110,6 +110,7 @@ def test_missing_input_and_unknown_variant(tmp_path: Path) -> None:
 def test_apiserver_variants_need_the_control_plane(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from batkube_py.controlplane import build
 
+    shared("reference")
     monkeypatch.setattr(build, "find_binaries", lambda: None)
     code, output = run(str(EXPERIMENTS / "burst.yaml"), "--out", str(tmp_path), "--batsim", DOUBLE)
     assert code != 0
