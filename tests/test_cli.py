@@ -96,3 +96,12 @@ def test_the_dask_executor_without_its_extra_names_the_extra(monkeypatch):
     with pytest.raises(executors.ExecutorUnavailable, match=r"pip install 'batkube-py\[distributed\]'"):
         executors.make_executor("dask", 2)
     assert isinstance(executors.make_executor("local", 2), executors.LocalPool)
+
+
+def test_figures_are_printed_in_fixed_notation():
+    from batkube_py.cliutil import fixed
+
+    # the NASA trace's makespan printed as 7.94902e+06
+    assert [fixed(x) for x in (7949020.5512, 2210.414, 981.044376, 2.5e-5, 3)] == [
+        "7949021", "2210.41", "981.044", "0.000025", "3"
+    ]  # fmt: skip
