@@ -149,9 +149,13 @@ def main(argv: list[str] | None = None, out: TextIO | None = None, err: TextIO |
     except ET.ParseError as exc:  # SimGrid's surf_parse_error: one line, then xbt_die (SIGABRT)
         err.write(f"[0.000000] [surf_parse/ERROR] Parse error at {a.platform}:{exc.position[0]}: {exc}\n")
         return 134
-    except OSError as exc:  # the export directory (-e) is missing or not writable
-        err.write(f"batsim double: cannot write the outputs ({a.export_prefix}*): {exc}\n")
-        return 1
+    except OSError:  # the export directory (-e): Batsim's WriteBuffer asserts on its first output file
+        first = next(suffix for flag, suffix in (("--disable-schedule-tracing", "_schedule.trace"),
+                     ("--disable-machine-state-tracing", "_machine_states.csv"), ("", "_jobs.csv"))
+                     if not flag or not p.flag(flag))  # fmt: skip
+        err.write(f"[0.000000] ../src/export.cpp:122: [root/CRITICAL] Cannot write file "
+                  f"'{a.export_prefix}{first}'\n")  # fmt: skip
+        return 134
     except (KeyError, ValueError, TypeError) as exc:
         err.write(f"batsim double: platform {a.platform} is not a SimGrid platform it can load: {exc!r}\n")
         return 134
