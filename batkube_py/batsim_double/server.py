@@ -150,8 +150,8 @@ def on_execute_job(ctx: Context, msg: tuple[Any, ...]) -> Generator[tuple[Any, .
     elif not any_size:
         check(len(alloc) == job.res, f"{invalid} The job requires {job.res} machines but only {len(alloc)} "
               "were given. Using a different number of machines than the one requested is prevented by "
-              "default. If you meant to use multiple executors per machine, please specify a custom execution "
-              "mapping specifying which allocated machine each executor should use.", f"{S}:1039")
+              "default. If you meant to use multiple executors per machine, please specify a custom "
+              "execution mapping specifying which allocated machine each executor should use.", f"{S}:1039")
     executors = mapping if mapping is not None else list(range(len(alloc)))
     job.hosts = [machines.machines[alloc[i]].name for i in executors]
     job.state = "RUNNING"
