@@ -129,6 +129,7 @@ class Platform:
     def _walk(self, elem: ET.Element, zone: Zone, zprops: dict[str, str]) -> None:
         for child in elem:
             tag = child.tag
+            _refuse_unmodelled(child)
             if tag in ("zone", "AS"):
                 sub = Zone(child.get("id", ""), zone, _props(child))
                 zone.children.append(sub)
@@ -282,6 +283,28 @@ class Platform:
             if link is not None and not any(link is x for x in out):
                 out.append(link)
         return tuple(out)
+
+
+_UNMODELLED_ATTRS = ("speed_file", "availability_file", "state_file", "bandwidth_file", "latency_file")
+
+
+def _refuse_unmodelled(elem: ET.Element) -> None:
+    """What SimGrid would route or vary differently from the double: refused, never approximated."""
+    what = None
+    if elem.tag in ("zone", "AS") and elem.get("routing", "Full") != "Full":
+        what = f"routing=\"{elem.get('routing')}\" (zone '{elem.get('id')}'): only Full routing is modelled"
+    elif elem.tag == "cluster" and elem.get("topology", "FLAT").upper() != "FLAT":
+        what = f"cluster topology {elem.get('topology')} ('{elem.get('id')}'): only flat clusters are"
+        what += " modelled"
+    elif elem.tag in ("trace", "trace_connect", "storage", "peer", "cabinet", "bypassRoute", "bypassASroute",
+                      "bypassZoneRoute"):
+        what = f"<{elem.tag}> is not modelled"
+    else:
+        attrs = [a for a in _UNMODELLED_ATTRS if elem.get(a)]
+        if attrs:
+            what = f"{attrs[0]} on <{elem.tag} id='{elem.get('id')}'>: profiles over time are not modelled"
+    if what:
+        raise PlatformError(f"batsim double: {what} (see docs/batsim_double.md)")
 
 
 def _cores(elem: ET.Element) -> int:
