@@ -122,14 +122,14 @@ class ChildUsage:
                 raise subprocess.TimeoutExpired(self.proc.args, timeout or 0.0)
             time.sleep(0.01)
 
-    def figures(self) -> dict[str, float | None]:
-        """Batsim's own CPU seconds and peak RSS (None when it could not be measured)."""
+    def figures(self, prefix: str = "batsim") -> dict[str, float | None]:
+        """The child's own CPU seconds and peak RSS (None when they could not be measured)."""
         self._stop.set()
         if self.usage is None:
-            return {"batsim_cpu_seconds": None, "batsim_peak_rss_mib": None}
+            return {f"{prefix}_cpu_seconds": None, f"{prefix}_peak_rss_mib": None}
         reported = self.usage.ru_maxrss / 1024
         rss = reported if reported > self.inherited_mib + 1.0 else self.sampled_mib
         return {
-            "batsim_cpu_seconds": round(_cpu(self.usage), 3),
-            "batsim_peak_rss_mib": None if rss is None else round(rss, 1),
+            f"{prefix}_cpu_seconds": round(_cpu(self.usage), 3),
+            f"{prefix}_peak_rss_mib": None if rss is None else round(rss, 1),
         }
