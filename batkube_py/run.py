@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import resource
 import shutil
 import signal
 import subprocess
@@ -34,6 +33,7 @@ from batkube_py.scheduler.queue import QueueConfig
 from batkube_py.scheduler.record import DecisionRecorder
 from batkube_py.startup import LatencySpecError, StartupLatency, parse_latency
 from batkube_py.transcript import TranscriptWriter
+from batkube_py.usage import AdapterUsage, ChildUsage
 
 log = logging.getLogger(__name__)
 
@@ -159,20 +159,6 @@ def open_transcript(path: Path | None) -> TranscriptWriter | None:
         raise RunError(f"cannot write transcript {path}: {exc.strerror}") from None
 
 
-def usage_figures(children: bool) -> dict[str, float]:
-    """CPU seconds and peak RSS of this process (and of its reaped children: Batsim, in a run)."""
-    def of(who: int) -> tuple[float, float]:
-        u = resource.getrusage(who)
-        return round(u.ru_utime + u.ru_stime, 3), round(u.ru_maxrss / 1024, 1)
-
-    cpu, rss = of(resource.RUSAGE_SELF)
-    out = {"adapter_cpu_seconds": cpu, "adapter_peak_rss_mib": rss}
-    if children:
-        cpu, rss = of(resource.RUSAGE_CHILDREN)
-        out.update(batsim_cpu_seconds=cpu, batsim_peak_rss_mib=rss)
-    return out
-
-
 def setup_logging(out: Path) -> logging.Handler:
     handler = logging.FileHandler(out / "batkube.log", mode="w")
     handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
@@ -182,17 +168,21 @@ def setup_logging(out: Path) -> logging.Handler:
     return handler
 
 
-def stop_process(proc: subprocess.Popen, grace: float = 5.0, group: bool = False) -> None:
-    """SIGTERM, then SIGKILL after `grace` s; `group` for a child started in a session of its own."""
+def stop_process(
+    proc: subprocess.Popen, grace: float = 5.0, group: bool = False, wait: Callable | None = None
+) -> None:
+    """SIGTERM, then SIGKILL after `grace` s; `group` for a child started in a session of its own;
+    `wait` reaps it instead of Popen.wait (ChildUsage.wait keeps the child's resource usage)."""
+    wait = wait or proc.wait
     if not group and proc.poll() is not None:
         return  # (a group may outlive its leader)
     send = (lambda sig: os.killpg(proc.pid, sig)) if group else proc.send_signal
     try:
         send(signal.SIGTERM)
-        proc.wait(timeout=grace)
+        wait(timeout=grace)
     except subprocess.TimeoutExpired:
         send(signal.SIGKILL)
-        proc.wait()
+        wait()
     except ProcessLookupError:
         pass
 
@@ -254,6 +244,7 @@ def run(
     """Run one simulation; returns the summary (also written to summary.json). Raises RunError.
 
     The caller owns the directory (rundir.claimed: the CLI); `checked` is preflight's result if done."""
+    adapter_usage = AdapterUsage()
     checked = checked or preflight(cfg)
     total, startup, batsim = checked.total, checked.startup, checked.batsim
     record = cfg.out / "decisions.jsonl" if cfg.record_decisions else None
@@ -287,21 +278,22 @@ def run(
             if transcript is not None:
                 transcript.close()
             raise RunError(f"cannot start Batsim ({batsim[0]}): {exc.strerror}") from None
+        batsim_usage = ChildUsage(proc)
         bar, update = _progress(cfg.progress, total)
         try:
             with bar:
                 endpoint.serve(
-                    process, peer_alive=lambda: proc.poll() is None, on_reply=update,
+                    process, peer_alive=batsim_usage.alive, on_reply=update,
                     idle_timeout=cfg.idle_timeout, connect_timeout=cfg.connect_timeout,
                     transcript=transcript.record if transcript is not None else None,
                 )  # fmt: skip
-            rc = proc.wait(timeout=120)
+            rc = batsim_usage.wait(timeout=120)
             if rc != 0:
                 error = (
                     f"Batsim exited with code {rc} after the simulation ended (see {cfg.out}/batsim.stderr)"
                 )
         except PeerGone as exc:
-            rc = proc.poll()
+            rc = batsim_usage.poll()
             error = f"{exc} (exit code {rc}; see {cfg.out}/batsim.stderr)"
         except (ProtocolError, ReplyRuleError) as exc:
             error = f"adapter stopped: {exc}"
@@ -315,7 +307,8 @@ def run(
             log.exception("adapter error")
             error = f"adapter error: {type(exc).__name__}: {exc} (see {cfg.out}/batkube.log)"
         finally:
-            stop_process(proc, group=True)
+            batsim_usage.poll()
+            stop_process(proc, group=True, wait=batsim_usage.wait)
             endpoint.close()
             outputs.close()
             if transcript is not None:
@@ -331,7 +324,8 @@ def run(
         seed=cfg.seed,
         batsim_exit_code=proc.returncode,
         messages=endpoint.messages,
-        **usage_figures(children=True),
+        **adapter_usage.figures(),
+        **batsim_usage.figures(),
         batkube_version=__version__,
         platform=str(cfg.platform),
         workload=str(cfg.workload),
@@ -352,6 +346,7 @@ def serve(
 ) -> dict[str, Any]:  # fmt: skip
     """The adapter alone, for users who launch Batsim themselves; `idle_timeout` bounds both the wait
     for Batsim's first message and its silences. The endpoint is bound before `out` is written."""
+    adapter_usage = AdapterUsage()
     startup = _latency(startup_latency, seed)
     if idle_timeout is not None and not 0 < idle_timeout < float("inf"):
         raise RunError(f"--idle-timeout must be a positive number of seconds, got {idle_timeout}")
@@ -401,7 +396,7 @@ def serve(
     summary = process.summary()
     summary.update(
         error=error or process.fatal, wall_seconds=round(time.perf_counter() - start, 3), seed=seed,
-        **usage_figures(children=False),
+        **adapter_usage.figures(),
     )
     if outputs is not None:
         outputs.summary(summary)

@@ -56,7 +56,7 @@ def test_node_gantt_comparison_detects_missing_over_allocation(tmp_path: Path) -
     """The tolerance is tight enough to notice the red band disappearing."""
     import matplotlib.pyplot as plt
 
-    from batkube_py.analysis.gantt import plot_node_gantt
+    from batkube_py.analysis.node_gantt import plot_node_gantt
 
     run = load_run(TINY)
     fig, ax = plt.subplots(figsize=(4.0, 2.5))
