@@ -60,7 +60,8 @@ def test_jobs_that_ask_for_cpu_are_left_as_they_are(tmp_path: Path) -> None:
 
 
 def _node(name: str, cpu: str) -> client.V1Node:
-    return client.V1Node(metadata=client.V1ObjectMeta(name=name), status=client.V1NodeStatus(allocatable={"cpu": cpu}))
+    status = client.V1NodeStatus(allocatable={"cpu": cpu})
+    return client.V1Node(metadata=client.V1ObjectMeta(name=name), status=status)
 
 
 def test_on_nodes_of_different_sizes_the_smallest_is_asked_and_said(caplog) -> None:
