@@ -291,11 +291,9 @@ class SettlePolicy:
             self.wall += time.monotonic() - t0
 
     def _owed(self, view: ClusterView, now: float, t0: float) -> bool:
-        """A pending pod that fits free room is owed an answer: its PodScheduled=False may predate the
-        delete that made the room, and a scheduler still working through its backlog (the example
-        scheduler patches every pending pod's status first) makes no pod event, so a quiet period read
-        it as settled and the run gave those pods up. Waited for up to half crash_timeout per step: a
-        scheduler may leave a fitting pod pending on purpose."""
+        """A pending pod that fits free room is owed an answer: its mark may predate the delete that made
+        the room, and a scheduler busy with its backlog makes no pod event (tests/
+        test_apiserver_custom_scheduler.py). Bounded: a scheduler may leave such a pod pending."""
         if now - t0 < self.opts.crash_timeout / 2:
             return view.owed() > 0
         if self._owed_warned != t0 and (n := view.owed()):
