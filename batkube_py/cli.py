@@ -98,6 +98,12 @@ def _embedded_options(f):
         help="Delay between binding and start: fixed:S, uniform:A,B, exponential:MEAN, lognormal:MU,SIGMA, "
         "or k3s (fitted on the thesis's emulated runs). Default: none.",
     )(f)  # fmt: skip
+    f = click.option(
+        "--no-request", "no_request", type=click.Choice(["exclusive", "besteffort"]), default="exclusive",
+        show_default=True,
+        help="What a job without a cpu field (every standard Batsim workload) asks for: a whole node, as "
+        "Batsim gives a job its host (exclusive), or nothing, a Kubernetes BestEffort pod (besteffort).",
+    )(f)  # fmt: skip
     return click.option(
         "--record-decisions", "record", is_flag=True, help="Write decisions.jsonl: why each pod went where."
     )(f)
@@ -120,14 +126,14 @@ def _embedded_options(f):
 @_embedded_options
 @backend_options
 def run_cmd(platform, workload, out, seed, batsim, batsim_args, progress, batsim_log, transcript, record,
-            latency, overwrite, connect_timeout, idle_timeout, **backend) -> None:  # fmt: skip
+            latency, no_request, overwrite, connect_timeout, idle_timeout, **backend) -> None:  # fmt: skip
     """Simulate PLATFORM running WORKLOAD with Batsim and the embedded kube-scheduler twin."""
     cfg = RunConfig(
         platform=platform, workload=workload, out=out, seed=seed, batsim=batsim, batsim_args=batsim_args,
         progress=sys.stderr.isatty() if progress is None else progress, record_decisions=record,
         startup_latency=latency, scheduler_config=backend["scheduler_config"],
         connect_timeout=connect_timeout, idle_timeout=idle_timeout, transcript=transcript,
-        batsim_log=batsim_log,
+        batsim_log=batsim_log, no_request=no_request,
     )  # fmt: skip
     _report(run_claimed(cfg, apiserver_config(backend), overwrite))
 
@@ -173,7 +179,8 @@ def _with_backend(api_cfg, out, body):
 @_transcript_option
 @_embedded_options
 @backend_options
-def serve_cmd(endpoint, out, seed, idle_timeout, overwrite, transcript, record, latency, **backend) -> None:
+def serve_cmd(endpoint, out, seed, idle_timeout, overwrite, transcript, record, latency, no_request,
+              **backend) -> None:  # fmt: skip
     """Run the adapter alone, for a Batsim you launch yourself (with --enable-compute-sharing, and
     --enable-dynamic-jobs --acknowledge-dynamic-jobs so that preempted pods are resubmitted)."""
     config = backend["scheduler_config"]
@@ -182,7 +189,7 @@ def serve_cmd(endpoint, out, seed, idle_timeout, overwrite, transcript, record, 
     def body(factory):
         return serve(endpoint, out, seed, idle_timeout, factory, record_decisions=record,
                      startup_latency=latency, scheduler_config=config,
-                     transcript_path=transcript)  # fmt: skip
+                     transcript_path=transcript, no_request=no_request)  # fmt: skip
 
     interrupt_on_sigterm()
     try:

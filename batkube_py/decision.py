@@ -22,6 +22,7 @@ from batkube_py import admission, podshape, translate
 from batkube_py.cluster.base import Backend, BackendError
 from batkube_py.disruption import Disruptions
 from batkube_py.instant import ADD, DELETE, NODES, Cycles
+from batkube_py.norequest import NoRequest
 from batkube_py.outputs import PodRecord, RunOutputs
 from batkube_py.outputs import summary as outputs_summary
 from batkube_py.protocol import models as m
@@ -42,8 +43,10 @@ class DecisionProcess:
         backend_factory: BackendFactory,
         outputs: RunOutputs | None = None,
         startup: StartupLatency | None = None,
+        no_request: NoRequest | None = None,
     ):
         self._factory = backend_factory
+        self.no_request = no_request or NoRequest()
         self.startup = startup
         self._starting: list[
             tuple[float, int, str]
@@ -171,6 +174,7 @@ class DecisionProcess:
         if len(set(names)) != len(names):
             self._fail("two hosts of the platform map to the same node name")
         self._nodes = {n.metadata.name: n for n in nodes}
+        self.no_request.configure(nodes)
         self._node_of_host = {translate.resource_id(n): n.metadata.name for n in nodes}
         self._host_ids = ProcSet(*self._node_of_host)
         self._alloc = {n.metadata.name: translate.alloc_for(n) for n in nodes}
@@ -207,7 +211,7 @@ class DecisionProcess:
             )
         workload = job_id.split("!", 1)[0]
         profile = podshape.job_profile(job, forwarded, self._profiles.get(workload, {}))
-        shape = admission.shape_for(record, job, profile)
+        shape = admission.shape_for(record, job, profile, self.no_request)
         if isinstance(shape, translate.Rejection):
             return self._reject(record, reply, shape)
         if self.fatal is not None:
@@ -286,8 +290,9 @@ class DecisionProcess:
         backend, now, name = self.backend, self.now, record.pod
         assert backend is not None
         job, profile = self._jobs[record.job_id]
-        pod = podshape.pod_from_job(record.job_id, job, profile, record.pod)
-        assert not isinstance(pod, translate.Rejection)
+        shape = podshape.pod_shape(record.job_id, job, profile)
+        assert not isinstance(shape, translate.Rejection)
+        pod = podshape.assemble(record.job_id, record.pod, self.no_request.apply(shape, count=False))
         record.state, record.node, record.resource_id, record.bind_time = "Pending", "", "", ""
         record.reason = f"restarted: {why}"
         self._stage(now, DELETE, record.job_id, lambda: backend.delete_pod(name, now))
@@ -408,7 +413,9 @@ class DecisionProcess:
     # ---- results --------------------------------------------------------------------------------
 
     def summary(self) -> dict[str, Any]:
+        self.no_request.log_summary()
         return {
+            **self.no_request.summary(),
             **outputs_summary(self.records.values()),
             "over_allocations": self.over_allocations,
             "jobs_preempted": self.disruptions.preempted,

@@ -96,6 +96,13 @@ def _shape(spec: dict[str, Any], container: client.V1Container, labels: dict[str
     )
 
 
+def with_requests(shape: Shape, extra: dict[str, str]) -> Shape:
+    """The same pod shape with more requests (norequest.py: a job without a cpu request holds a node)."""
+    res = shape.container.resources
+    resources = res.model_copy(update={"requests": {**(res.requests or {}), **extra}})
+    return _shape(shape.spec, shape.container.model_copy(update={"resources": resources}), shape.labels)
+
+
 def _pod(meta: client.V1ObjectMeta, spec: dict[str, Any], container: client.V1Container) -> client.V1Pod:
     pod_spec = _SPEC.model_copy(update={**spec, "containers": [container]})
     return _POD.model_copy(update={"metadata": meta, "spec": pod_spec})

@@ -25,6 +25,7 @@ from batkube_py import __version__
 from batkube_py.cluster.embedded import EmbeddedCluster
 from batkube_py.decision import BackendFactory, DecisionProcess
 from batkube_py.endpoint import Endpoint, EndpointError, PeerGone
+from batkube_py.norequest import NoRequest
 from batkube_py.outputs import RunOutputs
 from batkube_py.protocol.codec import ProtocolError
 from batkube_py.protocol.reply import ReplyRuleError
@@ -58,6 +59,7 @@ class RunConfig:
     idle_timeout: float | None = 600.0  # s of Batsim's silence (alive, not waiting for us) before giving up
     transcript: Path | None = None  # every message and reply, raw (batkube_py.transcript)
     batsim_log: bool = False  # Batsim's own log of every message (off: Batsim runs with -q)
+    no_request: str = "exclusive"  # what a job without a cpu request asks for (norequest.py)
 
 
 @dataclass
@@ -260,7 +262,7 @@ def run(
     except RunError:
         outputs.close()
         raise
-    process = DecisionProcess(backend_factory, outputs, startup)
+    process = DecisionProcess(backend_factory, outputs, startup, NoRequest(cfg.no_request))  # type: ignore[arg-type]
     endpoint = Endpoint()
     cmd = batsim_command(batsim, cfg, endpoint.address, cfg.out / "out")
     (cfg.out / "batsim_cmdline.txt").write_text(" ".join(cmd) + "\n")
@@ -342,7 +344,7 @@ def serve(
     endpoint_address: str, out: Path | None, seed: int, idle_timeout: float | None,
     backend_factory: BackendFactory | None = None, *, record_decisions: bool = False,
     startup_latency: str | None = None, scheduler_config: Path | None = None,
-    transcript_path: Path | None = None,
+    transcript_path: Path | None = None, no_request: str = "exclusive",
 ) -> dict[str, Any]:  # fmt: skip
     """The adapter alone, for users who launch Batsim themselves; `idle_timeout` bounds both the wait
     for Batsim's first message and its silences. The endpoint is bound before `out` is written."""
@@ -368,7 +370,7 @@ def serve(
         raise
     record = out / "decisions.jsonl" if out is not None and record_decisions else None
     factory = backend_factory or embedded_factory(seed, record, scheduler_config)
-    process = DecisionProcess(factory, outputs, startup)
+    process = DecisionProcess(factory, outputs, startup, NoRequest(no_request))  # type: ignore[arg-type]
     print(f"batkube-py listening on {endpoint.address} (start Batsim with -s {endpoint.address})",
           file=sys.stderr, flush=True)  # fmt: skip
     start = time.perf_counter()

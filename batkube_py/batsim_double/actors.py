@@ -117,6 +117,8 @@ def finish_job(ctx: Context, job: Job) -> None:
     job.finish = ctx.k.now
     for mid in job.alloc:
         ctx.machines.remove_job(mid, job.id, job.finish)
+    left = [bool(ctx.machines.machines[mid].jobs) for mid in job.alloc]
+    ctx.machines.states.job_ended(job.alloc, left, job.finish)
     ctx.job_actors.pop(job.id, None)
 
 

@@ -107,6 +107,8 @@ class BatsimDouble:
         self.ctx.log("batsim", "The process 'server' has been created.")
         if export_prefix:
             _write(f"{export_prefix}_jobs.csv", "")
+            if options.trace_machine_states:
+                _write(f"{export_prefix}_machine_states.csv", "")  # machine_states.py: empty on an abort
 
     # --- driving -------------------------------------------------------------------------
     def start(self) -> str | None:
@@ -196,6 +198,8 @@ class BatsimDouble:
         if self.export_prefix:
             _write(f"{self.export_prefix}_jobs.csv", tr.jobs_csv())
             _write(f"{self.export_prefix}_schedule.csv", tr.schedule_csv(values))
+            if self.ctx.options.trace_machine_states:
+                _write(f"{self.export_prefix}_machine_states.csv", self.ctx.machines.states.csv())
 
 
 def _write(path: str, text: str) -> None:

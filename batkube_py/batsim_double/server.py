@@ -160,6 +160,7 @@ def on_execute_job(ctx: Context, msg: tuple[Any, ...]) -> Generator[tuple[Any, .
     ctx.counters.running += 1
     for mid in alloc:
         machines.add_job(mid, jid, job.start)
+    machines.states.job_ran(list(alloc), job.start)
     host = machines.machines[alloc[0]].name
     return _create_job_actor(ctx, jid, host, job)
 
@@ -250,6 +251,8 @@ def on_event_occurred(ctx: Context, msg: tuple[Any, ...]) -> None:
     for ev in msg[1]:
         etype = ev.get("type")
         if etype in ("machine_unavailable", "machine_available"):
+            busy = [bool(m.jobs) for m in ctx.machines.machines]
+            ctx.machines.states.event(etype, ev.get("resources", ""), busy)
             ctx.notify(f"event_{etype}", {"resources": str(ev.get("resources", ""))})
         else:  # generic: loading kept it only under --forward-unknown-events; forwarded verbatim
             ctx.append("NOTIFY", jsonfmt.dumps(ev))
