@@ -61,3 +61,12 @@ def test_site_builds_strict(tmp_path: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     assert (tmp_path / "site" / "reference" / "cli" / "index.html").is_file()
+
+
+def test_readme_links_resolve() -> None:
+    """README.md is read on the forge, not on the site: its relative links must name files that exist."""
+    text = (ROOT / "README.md").read_text()
+    links = [t for t in re.findall(r"\]\(([^)\s]+)\)", text) if not t.startswith(("http://", "https://"))]
+    assert links
+    for target in links:
+        assert (ROOT / target.split("#", 1)[0]).exists(), target
