@@ -224,6 +224,12 @@ class DecisionProcess:
         self._stage(ts, ADD, job_id, lambda: self.backend.add_pod(pod.pod(), job_id, ts))
 
     def _on_job_completed(self, data: m.JobCompleted, ts: float, reply: Reply) -> None:
+        record = self.records.get(data.job_id)
+        if record is None or record.state in ("Pending", "Starting"):
+            # Batsim completes only what it was told to execute; answering would EXECUTE_JOB a job that
+            # Batsim holds as finished, which it aborts on
+            what = "never submitted" if record is None else "not executed yet"
+            raise ProtocolError(f"JOB_COMPLETED for job {data.job_id!r}, which was {what}")
         self._finish(data.job_id, _FINAL.get(data.job_state, "Failed"), ts, data.job_state, reply)
 
     def _on_job_killed(self, data: m.JobKilled, ts: float, reply: Reply) -> None:

@@ -14,11 +14,17 @@ import json
 from pathlib import Path
 
 import pytest
+from shared_support import shared
 
 from batkube_py.batsim_double import BatsimDouble
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 TR = SHARED / "batsim" / "transcripts"
+
+
+@pytest.fixture(autouse=True)
+def _needs_shared() -> None:
+    shared("batsim", "transcripts")
 
 CASES = {
     # name: (directory, compute_sharing, forward_profiles)

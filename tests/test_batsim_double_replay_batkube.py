@@ -12,11 +12,19 @@ import json
 from pathlib import Path
 
 import pytest
+from shared_support import shared, shared_cases
 
 from batkube_py.batsim_double import BatsimDouble
 
 TR = Path(__file__).resolve().parents[2] / "shared" / "batsim" / "transcripts-batkube"
-CASES = sorted(p.name for p in TR.iterdir() if p.is_dir()) if TR.is_dir() else []
+CASES = shared_cases(
+    ("batsim", "transcripts-batkube"), lambda: sorted(p.name for p in TR.iterdir() if p.is_dir())
+)
+
+
+@pytest.fixture(autouse=True)
+def _needs_shared() -> None:
+    shared("batsim", "transcripts-batkube")
 
 
 def _normalise(msg: dict) -> dict:

@@ -8,13 +8,14 @@ import shutil
 from pathlib import Path
 
 import pytest
+from shared_support import requires_shared
 
 from batkube_py import datasets
 from swf_tools.stats import mean_utilisation, utilisation_jobs
 from swf_tools.swf import parse_swf
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
-needs_shared = pytest.mark.skipif(not (SHARED / "traces").is_dir(), reason="../shared not available")
+needs_shared = requires_shared("traces")
 
 
 @pytest.fixture(autouse=True)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from shared_support import requires_shared
 
 from batkube_py import datasets
 from batkube_py.analysis import compare as cmp
@@ -18,7 +19,7 @@ from batkube_py.experiments import spec, thesis
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
-needs_shared = pytest.mark.skipif(not (SHARED / "reference").is_dir(), reason="../shared not available")
+needs_shared = requires_shared("reference")
 NAMES = ["burst", "kit", "scale", "spaced", "sweeps", "table41"]
 
 

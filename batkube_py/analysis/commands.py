@@ -71,7 +71,7 @@ def _user_errors(what: str) -> Iterator[None]:
 
 def _fmt(value: object) -> str:
     if isinstance(value, float):
-        return f"{value:.4g}" if abs(value) < 1 else f"{value:.1f}"
+        return f"{value:.4f}" if abs(value) < 1 else f"{value:.1f}"
     return str(value)
 
 

@@ -20,7 +20,6 @@ from .errors import BatsimAbort, BatsimRuntimeError, check
 from .export import JobsTracer
 from .kernel import Kernel
 from .machines import Machines
-from .ptasks import PtaskSharing
 from .server import server_process
 from .simplatform import Platform, PlatformError
 from .workload import load_workload
@@ -91,7 +90,6 @@ class BatsimDouble:
             return
         self.ctx.log("machines", f"The machines have been created successfully. There are "
                      f"{self.ctx.machines.nb_compute} computing machines.")
-        self.ctx.ptasks = PtaskSharing(self.ctx)
         for wl in workloads:
             for job in wl.jobs:
                 self.ctx.jobs[job.id] = job
