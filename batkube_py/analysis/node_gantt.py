@@ -83,17 +83,29 @@ def pack_node(start: np.ndarray, end: np.ndarray, size: np.ndarray, cap: float) 
 
 def node_segments(pods: pd.DataFrame, nodes: pd.DataFrame) -> pd.DataFrame:
     """Every drawn rectangle of the node Gantt: pod row, node, start, end, offset and size in cpu."""
-    cap = pd.Series(nodes["cpu"].to_numpy(dtype=float), index=nodes["node"])
-    pods = pods[pods["node"].isin(cap.index)]
-    rows: list[tuple] = []
+    cap = dict(zip(nodes["node"], nodes["cpu"].to_numpy(dtype=float), strict=True))
+    pods = pods[pods["node"].isin(cap.keys())]
+    start = pods["bind_time"].to_numpy(dtype=float)
+    end = pods["finish_time"].to_numpy(dtype=float)
+    size = pods["cpu_request"].fillna(0.0).to_numpy(dtype=float)
+    rows: list[np.ndarray] = []  # positions in pods
+    parts: list[np.ndarray] = []  # start, end, offset
+    names: list[str] = []
     for node, idx in pods.groupby("node", sort=False).indices.items():
-        p = pods.iloc[idx]
-        size = p["cpu_request"].fillna(0.0).to_numpy(dtype=float)
-        segs = pack_node(
-            p["bind_time"].to_numpy(dtype=float), p["finish_time"].to_numpy(dtype=float), size, cap[node]
-        )
-        rows += [(p.index[k], node, t0, t1, off, size[k], cap[node]) for k, t0, t1, off in segs]
-    return pd.DataFrame(rows, columns=SEGMENT_COLUMNS)
+        segs = pack_node(start[idx], end[idx], size[idx], cap[node])
+        if segs:
+            a = np.array(segs, dtype=float)
+            rows.append(idx[a[:, 0].astype(int)])
+            parts.append(a[:, 1:])
+            names += [node] * len(a)
+    if not parts:
+        return pd.DataFrame(columns=SEGMENT_COLUMNS)
+    pos, a = np.concatenate(rows), np.concatenate(parts)
+    caps = np.array([cap[n] for n in names])
+    return pd.DataFrame(
+        {"pod": pods.index.to_numpy()[pos], "node": names, "start": a[:, 0], "end": a[:, 1],
+         "offset": a[:, 2], "size": size[pos], "capacity": caps}
+    )  # fmt: skip
 
 
 def split_at_capacity(seg: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
