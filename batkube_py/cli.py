@@ -94,6 +94,11 @@ def _transcript_option(f):
 
 def _embedded_options(f):
     f = click.option(
+        "--kube-version", "kube_version", type=click.Choice(["1.37", "1.32"]), default=None,
+        help="The kube-scheduler release the twin follows: 1.37 (1.37.2, the default for --backend "
+        "embedded) or 1.32 (1.32.6); see docs/versions.md.",
+    )(f)  # fmt: skip
+    f = click.option(
         "--startup-latency", "latency", default=None, metavar="SPEC",
         help="Delay between binding and start: fixed:S, uniform:A,B, exponential:MEAN, lognormal:MU,SIGMA, "
         "or k3s (fitted on the thesis's emulated runs). Default: none.",
@@ -126,7 +131,8 @@ def _embedded_options(f):
 @_embedded_options
 @backend_options
 def run_cmd(platform, workload, out, seed, batsim, batsim_args, progress, batsim_log, transcript, record,
-            latency, no_request, overwrite, connect_timeout, idle_timeout, **backend) -> None:  # fmt: skip
+            latency, no_request, kube_version, overwrite, connect_timeout, idle_timeout,
+            **backend) -> None:  # fmt: skip
     """Simulate PLATFORM running WORKLOAD with Batsim and the embedded kube-scheduler twin."""
     cfg = RunConfig(
         platform=platform, workload=workload, out=out, seed=seed, batsim=batsim, batsim_args=batsim_args,
@@ -134,8 +140,17 @@ def run_cmd(platform, workload, out, seed, batsim, batsim_args, progress, batsim
         startup_latency=latency, scheduler_config=backend["scheduler_config"],
         connect_timeout=connect_timeout, idle_timeout=idle_timeout, transcript=transcript,
         batsim_log=batsim_log, no_request=no_request,
+        **({"kube_version": kube_version} if kube_version else {}),
     )  # fmt: skip
-    _report(run_claimed(cfg, apiserver_config(backend), overwrite))
+    _report(run_claimed(cfg, _api_config(backend, kube_version), overwrite))
+
+
+def _api_config(backend: dict, kube_version: str | None):
+    """The apiserver backend's settings; --kube-version, when given, also names the twin it paces with."""
+    api_cfg = apiserver_config(backend)
+    if api_cfg is not None and kube_version:
+        api_cfg.kube_version = kube_version
+    return api_cfg
 
 
 def run_claimed(cfg: RunConfig, api_cfg, overwrite: bool) -> dict:
@@ -180,16 +195,17 @@ def _with_backend(api_cfg, out, body):
 @_embedded_options
 @backend_options
 def serve_cmd(endpoint, out, seed, idle_timeout, overwrite, transcript, record, latency, no_request,
-              **backend) -> None:  # fmt: skip
+              kube_version, **backend) -> None:  # fmt: skip
     """Run the adapter alone, for a Batsim you launch yourself (with --enable-compute-sharing, and
     --enable-dynamic-jobs --acknowledge-dynamic-jobs so that preempted pods are resubmitted)."""
     config = backend["scheduler_config"]
-    api_cfg = apiserver_config(backend)
+    api_cfg = _api_config(backend, kube_version)
+    version = {"kube_version": kube_version} if kube_version else {}
 
     def body(factory):
         return serve(endpoint, out, seed, idle_timeout, factory, record_decisions=record,
                      startup_latency=latency, scheduler_config=config,
-                     transcript_path=transcript, no_request=no_request)  # fmt: skip
+                     transcript_path=transcript, no_request=no_request, **version)  # fmt: skip
 
     interrupt_on_sigterm()
     try:

@@ -386,6 +386,7 @@ class DecisionProcess:
         if state == "Killed" and job is not None and self.fatal is None:
             again = self.disruptions.resubmission(record, job, profile, reply)
         self.disruptions.evicted.pop(job_id, None)
+        self.disruptions.finished_unsent(job_id, reply)
         self._final(record)
         if again is not None:
             new_id, new_job, new_profile = again

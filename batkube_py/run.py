@@ -32,6 +32,7 @@ from batkube_py.protocol.reply import ReplyRuleError
 from batkube_py.scheduler.config import ConfigError, build_profiles, default_config, load_config
 from batkube_py.scheduler.queue import QueueConfig
 from batkube_py.scheduler.record import DecisionRecorder
+from batkube_py.scheduler.versions import DEFAULT_KUBE_VERSION, FULL_VERSION, KubeVersion
 from batkube_py.startup import LatencySpecError, StartupLatency, parse_latency
 from batkube_py.transcript import TranscriptWriter
 from batkube_py.usage import AdapterUsage, ChildUsage
@@ -60,6 +61,7 @@ class RunConfig:
     transcript: Path | None = None  # every message and reply, raw (batkube_py.transcript)
     batsim_log: bool = False  # Batsim's own log of every message (off: Batsim runs with -q)
     no_request: str = "exclusive"  # what a job without a cpu request asks for (norequest.py)
+    kube_version: KubeVersion = DEFAULT_KUBE_VERSION  # the kube-scheduler release the embedded twin follows
 
 
 @dataclass
@@ -74,16 +76,23 @@ class Checked:
         return {"platform": cfg.platform, "workload": cfg.workload, "scheduler config": cfg.scheduler_config}
 
 
-def embedded_factory(seed: int, record: Path | None = None, config: Path | None = None) -> BackendFactory:
+def embedded_factory(
+    seed: int, record: Path | None = None, config: Path | None = None,
+    kube_version: KubeVersion = DEFAULT_KUBE_VERSION,
+) -> BackendFactory:  # fmt: skip
     """The default backend; `record` streams every scheduling decision to that JSON-lines file;
-    `config` is a KubeSchedulerConfiguration (profiles, weights, args, backoff) as kube-scheduler takes."""
+    `config` is a KubeSchedulerConfiguration (profiles, weights, args, backoff) as kube-scheduler
+    `kube_version` (versions.py) takes it, and the twin follows that release."""
     try:
-        sched = load_config(config) if config is not None else default_config()
+        sched = load_config(config, kube_version) if config is not None else default_config(kube_version)
     except ConfigError as exc:
         raise RunError(f"scheduler config {config}: {exc}") from None
-    queue = QueueConfig(pod_initial_backoff=sched.pod_initial_backoff, pod_max_backoff=sched.pod_max_backoff)
+    queue = QueueConfig(pod_initial_backoff=sched.pod_initial_backoff, pod_max_backoff=sched.pod_max_backoff,
+                        kube_version=kube_version)  # fmt: skip
 
     def make(nodes):
+        log.info("embedded twin follows kube-scheduler %s (--kube-version %s)", FULL_VERSION[kube_version],
+                 kube_version)  # fmt: skip
         profiles = build_profiles(sched, seed)
         recorder = DecisionRecorder(record) if record else None
         return EmbeddedCluster(nodes, seed=seed, profiles=profiles, queue_config=queue, recorder=recorder)
@@ -250,7 +259,9 @@ def run(
     checked = checked or preflight(cfg)
     total, startup, batsim = checked.total, checked.startup, checked.batsim
     record = cfg.out / "decisions.jsonl" if cfg.record_decisions else None
-    backend_factory = backend_factory or embedded_factory(cfg.seed, record, cfg.scheduler_config)
+    backend_factory = backend_factory or embedded_factory(
+        cfg.seed, record, cfg.scheduler_config, cfg.kube_version
+    )
     try:
         cfg.out.mkdir(parents=True, exist_ok=True)
         handler = setup_logging(cfg.out)
@@ -345,6 +356,7 @@ def serve(
     backend_factory: BackendFactory | None = None, *, record_decisions: bool = False,
     startup_latency: str | None = None, scheduler_config: Path | None = None,
     transcript_path: Path | None = None, no_request: str = "exclusive",
+    kube_version: KubeVersion = DEFAULT_KUBE_VERSION,
 ) -> dict[str, Any]:  # fmt: skip
     """The adapter alone, for users who launch Batsim themselves; `idle_timeout` bounds both the wait
     for Batsim's first message and its silences. The endpoint is bound before `out` is written."""
@@ -369,7 +381,7 @@ def serve(
             outputs.close()
         raise
     record = out / "decisions.jsonl" if out is not None and record_decisions else None
-    factory = backend_factory or embedded_factory(seed, record, scheduler_config)
+    factory = backend_factory or embedded_factory(seed, record, scheduler_config, kube_version)
     process = DecisionProcess(factory, outputs, startup, NoRequest(no_request))  # type: ignore[arg-type]
     print(f"batkube-py listening on {endpoint.address} (start Batsim with -s {endpoint.address})",
           file=sys.stderr, flush=True)  # fmt: skip

@@ -68,7 +68,7 @@ def test_kube_scheduler_gives_the_twins_figures(controlplane, tmp_path: Path, pl
     code, output, real = run_cli(tmp_path / "real", wl, "--controlplane-dir", cp, platform=platform)
     assert code == 0, output
     args = ["run", "-p", str(platform), "-w", str(WORKLOADS / name), "-o", str(tmp_path / "twin"),
-            "--batsim", str(DOUBLE), "--no-progress"]  # fmt: skip
+            "--batsim", str(DOUBLE), "--no-progress", "--kube-version", "1.32"]  # fmt: skip
     assert CliRunner().invoke(main, args, catch_exceptions=False).exit_code == 0
     twin = json.loads((tmp_path / "twin" / "summary.json").read_text())
     assert (real["makespan"], real["mean_waiting_time"]) == (twin["makespan"], twin["mean_waiting_time"])
