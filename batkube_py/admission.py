@@ -7,6 +7,8 @@ in, a pod shape (with the record's request columns filled) or a Rejection out.
 
 from __future__ import annotations
 
+import weakref
+
 from kubernetes import client
 
 from batkube_py import podshape, translate
@@ -48,6 +50,29 @@ def refusal(record: PodRecord, pod: client.V1Pod, backend: Backend) -> translate
         field = "nodeSelector" if wants.startswith("nodeSelector") else "affinity"
         return translate.Rejection(job_id, field, wants, f"node labels some node has, but {too_big}")
     return translate.Rejection(job_id, "requests", asked, f"requests a node can hold, but {too_big}")
+
+
+def admit(
+    record: PodRecord,
+    job: dict | None,
+    profile: dict | None,
+    backend: Backend,
+    admitted: weakref.WeakSet[podshape.Shape],
+    refused: str | None = None,
+    no_request: NoRequest | None = None,
+) -> podshape.Shape | translate.Rejection:
+    """The job's pod shape if the cluster may ever run it; `admitted`: shapes some node can hold, while
+    in use (a job with fields of its own has a shape of its own); `refused`: why no job is admitted."""
+    shape = shape_for(record, job, profile, no_request)
+    if isinstance(shape, translate.Rejection):
+        return shape
+    if refused is not None:
+        return translate.Rejection(record.job_id, "-", "-", refused)
+    if shape not in admitted:
+        if (why := refusal(record, shape.template, backend)) is not None:
+            return why
+        admitted.add(shape)  # the cluster's nodes never change what fits them empty
+    return shape
 
 
 class PodToBe:

@@ -287,16 +287,23 @@ def platform_cmd(nodes, cores, memory, pods, prefix, labels, taints, racks, rack
               help="Seconds between spaced jobs.")  # fmt: skip
 @click.option("--cpu", type=Quantity("cpu"), default="1", show_default=True, help="CPU request of each pod.")
 @click.option("--memory", type=Quantity("memory"), default=None, help="Memory request of each pod.")
+@click.option("--pods-per-job", type=click.IntRange(1, 100_000), default=1, show_default=True,
+              help="Pods per job: above 1, each job is a gang (res = N, a PodGroup of minCount N).")
+@click.option("--one-pod-per-node", is_flag=True, help="Each pod of a gang on a node of its own.")
 @out_option("Batsim JSON workload to write (default: stdout).", dir_okay=False, default=None)
-def workload_cmd(kind, jobs, delay, interval, cpu, memory, out) -> None:
+def workload_cmd(kind, jobs, delay, interval, cpu, memory, pods_per_job, one_pod_per_node, out) -> None:
     """Write the thesis's burst (all at t=0) or spaced (one every --interval s) delay workload."""
     try:
-        doc = workloads.delay_jobs(jobs, delay, 0 if kind == "burst" else interval, cpu=cpu, memory=memory)
+        doc = workloads.delay_jobs(
+            jobs, delay, 0 if kind == "burst" else interval, cpu=cpu, memory=memory, pods=pods_per_job,
+            one_pod_per_node=one_pod_per_node,
+        )  # fmt: skip
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     last = doc["jobs"][-1]["subtime"]
     when = f"submitted from 0 to {fixed(float(last))} s" if last else "all submitted at 0 s"
-    what = f"{jobs} {kind} job(s) of {fixed(float(delay))} s, {when}"
+    gangs = f" of {pods_per_job} pods each" if pods_per_job > 1 else ""
+    what = f"{jobs} {kind} job(s){gangs} of {fixed(float(delay))} s, {when}"
     _write(json.dumps(doc, indent=1) + "\n", out, what)
 
 

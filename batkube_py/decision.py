@@ -16,11 +16,11 @@ from collections.abc import Callable
 from typing import Any
 
 from kubernetes import client
-from procset import ProcSet
 
-from batkube_py import admission, podshape, translate
+from batkube_py import admission, gangjobs, podshape, translate
 from batkube_py.cluster.base import Backend, BackendError
 from batkube_py.disruption import Disruptions
+from batkube_py.hosts import Hosts
 from batkube_py.instant import ADD, DELETE, NODES, Cycles
 from batkube_py.norequest import NoRequest
 from batkube_py.outputs import PodRecord, RunOutputs
@@ -44,6 +44,7 @@ class DecisionProcess:
         outputs: RunOutputs | None = None,
         startup: StartupLatency | None = None,
         no_request: NoRequest | None = None,
+        host_labels: dict[str, dict[str, str]] | None = None,
     ):
         self._factory = backend_factory
         self.no_request = no_request or NoRequest()
@@ -61,15 +62,13 @@ class DecisionProcess:
         self.no_more_external_events = False
         self.records: dict[str, PodRecord] = {}
         self._job_of_pod: dict[str, str] = {}
-        self._node_of_host: dict[int, str] = {}
-        self._host_ids = ProcSet()
-        self._nodes: dict[str, client.V1Node] = {}
-        self._alloc: dict[str, ProcSet] = {}  # node → its EXECUTE_JOB allocation
-        self._alloc_text: dict[str, str] = {}
+        self.hosts = Hosts()
+        self.host_labels = host_labels or {}  # host name → topology labels (topology.py)
         self._unavailable: set[str] = set()
         self._profiles: dict[str, dict[str, dict[str, Any]]] = {}
         self._jobs: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}  # active job → (job, profile)
         self.disruptions = Disruptions()
+        self.gangs = gangjobs.Gangs()
         self.over_allocations = 0
         self.jobs_done = 0
         self.unknown_events = 0
@@ -163,22 +162,10 @@ class DecisionProcess:
             self._fail(
                 "Batsim runs without --enable-compute-sharing, but pods share nodes; restart it with it"
             )
-        nodes = []
-        try:
-            nodes = [translate.node_from_resource(r) for r in data.compute_resources]
-        except translate.TranslationError as exc:
-            self._fail(f"the platform cannot become a cluster: {exc}")
-        if not data.compute_resources:
-            self._fail("the platform has no compute hosts (only a master): there is nowhere to run pods")
-        names = [n.metadata.name for n in nodes]
-        if len(set(names)) != len(names):
-            self._fail("two hosts of the platform map to the same node name")
-        self._nodes = {n.metadata.name: n for n in nodes}
+        nodes, problems = self.hosts.build(data.compute_resources, self.host_labels)
+        for problem in problems:
+            self._fail(problem)
         self.no_request.configure(nodes)
-        self._node_of_host = {translate.resource_id(n): n.metadata.name for n in nodes}
-        self._host_ids = ProcSet(*self._node_of_host)
-        self._alloc = {n.metadata.name: translate.alloc_for(n) for n in nodes}
-        self._alloc_text = {name: str(alloc) for name, alloc in self._alloc.items()}
         if self.outputs is not None:
             self.outputs.nodes(nodes)
         try:
@@ -211,21 +198,21 @@ class DecisionProcess:
             )
         workload = job_id.split("!", 1)[0]
         profile = podshape.job_profile(job, forwarded, self._profiles.get(workload, {}))
-        shape = admission.shape_for(record, job, profile, self.no_request)
-        if isinstance(shape, translate.Rejection):
-            return self._reject(record, reply, shape)
-        if self.fatal is not None:
-            return self._reject(
-                record, reply, translate.Rejection(job_id, "-", "-", f"a working run ({self.fatal})")
-            )
-        if shape not in self._admitted:
-            if (why := admission.refusal(record, shape.template, self.backend)) is not None:
-                return self._reject(record, reply, why)
-            self._admitted.add(shape)  # the cluster's nodes never change what fits them empty
+        why = f"a working run ({self.fatal})" if self.fatal is not None else None
+        admitted = admission.admit(record, job, profile, self.backend, self._admitted, why, self.no_request)
+        if not isinstance(admitted, translate.Rejection) and job["res"] > 1:
+            admitted = self.gangs.admit(record, job, profile, admitted, self.backend, self._job_of_pod.keys())
+        if isinstance(admitted, translate.Rejection):
+            return self._reject(record, reply, admitted)
         self._jobs[job_id] = (job, profile)
-        pod = admission.PodToBe(job_id, name, shape)
+        backend = self.backend
+        if isinstance(admitted, gangjobs.Gang):
+            self._job_of_pod.update((p, job_id) for p in (admitted.name, *admitted.pods))
+            self._stage(ts, ADD, job_id, lambda: self._add_pods(job_id, name, ts))
+            return
+        pod = admission.PodToBe(job_id, name, admitted)
         self._to_build.append(pod)
-        self._stage(ts, ADD, job_id, lambda: self.backend.add_pod(pod.pod(), job_id, ts))
+        self._stage(ts, ADD, job_id, lambda: backend.add_pod(pod.pod(), job_id, ts))
 
     def _on_job_completed(self, data: m.JobCompleted, ts: float, reply: Reply) -> None:
         record = self.records.get(data.job_id)
@@ -248,23 +235,18 @@ class DecisionProcess:
             self.no_more_external_events = True
             self._stage(ts, NODES, "", None)
         elif data.type in ("event_machine_unavailable", "event_machine_available") and self.backend:
-            try:
-                ids = ProcSet.from_str(data.resources or "")
-            except (ValueError, TypeError):
-                what = f"NOTIFY {data.type}: resources {data.resources!r}"
-                self._fail(f"{what} is not a set of host ids like '0-3 7'")
-                return
-            # intersected first: the set may span 10^11 ids, the platform a few thousand hosts
-            names = [self._node_of_host[i] for i in ids & self._host_ids]
+            names = self.hosts.nodes_in(data.resources)
+            if names is None:
+                return self._fail(
+                    f"NOTIFY {data.type}: resources {data.resources!r} is not a set of host ids like '0-3 7'"
+                )
             available = data.type == "event_machine_available"
             (self._unavailable.difference_update if available else self._unavailable.update)(names)
             backend = self.backend
             self._stage(ts, NODES, "", lambda: backend.set_nodes_schedulable(names, available, ts))
-            if not available:
-                down = set(names)
-                for record in self.records.values():
-                    if record.node in down and record.state in ("Running", "Starting"):
-                        self._disrupt(record, f"node {record.node} failed (machine unavailable)", True)
+            for record in [] if available else self.records.values():
+                if record.state in ("Running", "Starting") and (hit := set(names) & set(record.node.split())):
+                    self._disrupt(record, f"node {' '.join(sorted(hit))} failed (machine unavailable)", True)
         else:
             log.info("ignoring NOTIFY %r", data.type)
 
@@ -286,17 +268,12 @@ class DecisionProcess:
         if record.state == "Running":
             self.disruptions.evict(record, why, node_failure)
             return
-        # Starting: Batsim never ran it, so the job simply gets a new pod, scheduled afresh
-        backend, now, name = self.backend, self.now, record.pod
-        assert backend is not None
-        job, profile = self._jobs[record.job_id]
-        shape = podshape.pod_shape(record.job_id, job, profile)
-        assert not isinstance(shape, translate.Rejection)
-        pod = podshape.assemble(record.job_id, record.pod, self.no_request.apply(shape, count=False))
+        # Starting: Batsim never ran it, so the job simply gets new pods (a group: as one), scheduled afresh
+        now, name, job_id = self.now, record.pod, record.job_id
         record.state, record.node, record.resource_id, record.bind_time = "Pending", "", "", ""
         record.reason = f"restarted: {why}"
-        self._stage(now, DELETE, record.job_id, lambda: backend.delete_pod(name, now))
-        self._stage(now, ADD, record.job_id, lambda: backend.add_pod(pod, record.job_id, now))
+        self._stage(now, DELETE, job_id, lambda: self._delete_pods(job_id, name, now))
+        self._stage(now, ADD, job_id, lambda: self._add_pods(job_id, name, now))
 
     def _decide(self, reply: Reply) -> None:
         assert self.backend is not None
@@ -311,8 +288,14 @@ class DecisionProcess:
             return
         for b in bindings:
             record = self.records[self._job_of_pod[b.pod]]
-            record.node = b.node
-            record.resource_id = self._alloc[b.node][0]
+            if record.group:
+                if not self.gangs.bound(record.job_id, b.pod, b.node, self.hosts.host_of):
+                    continue  # the job starts once its last pod is bound
+                record.node = self.gangs.nodes(record.job_id)
+                record.resource_id = self.gangs.by_job[record.job_id].alloc_text
+            else:
+                record.node = b.node
+                record.resource_id = self.hosts.host_of[b.node]
             record.bind_time = self.now
             if self.startup is None:
                 self._execute(record, reply)
@@ -322,11 +305,15 @@ class DecisionProcess:
                     self._starting, (self.now + self.startup.sample(), len(self._starting), record.job_id)
                 )
         for ev in self.backend.take_evictions():
-            self._disrupt(self.records[self._job_of_pod[ev.pod]], ev.reason, False)
+            record = self.records[self._job_of_pod[ev.pod]]
+            if record.state in ("Running", "Starting"):  # a group's other pods may follow its first
+                self._disrupt(record, ev.reason, False)
         self.disruptions.flush_kills(reply)
         if self.no_more_jobs and (not self._unavailable or self.no_more_external_events):
             for gone in self.backend.give_up_pending(self.now):
                 job_id = self._job_of_pod[gone.pod]
+                if self.records[job_id].state != "Pending":
+                    continue  # a group's other pods: the job is rejected once
                 why = translate.Rejection(
                     job_id, "requests", "-", f"a pod that fits the cluster ({gone.reason})"
                 )
@@ -335,7 +322,11 @@ class DecisionProcess:
     def _execute(self, record: PodRecord, reply: Reply) -> None:
         record.start_time = self.now
         record.state = "Running"
-        reply.execute(record.job_id, self._alloc[record.node], 1, self._alloc_text[record.node])
+        if record.group:
+            gang = self.gangs.by_job[record.job_id]
+            reply.execute(record.job_id, gang.alloc, record.group_size, gang.alloc_text, gang.mapping)
+            return
+        reply.execute(record.job_id, self.hosts.alloc[record.node], 1, self.hosts.alloc_text[record.node])
 
     def _start_due(self, reply: Reply) -> None:
         while self._starting and self._starting[0][0] <= self.now:
@@ -350,25 +341,23 @@ class DecisionProcess:
             if record.state == "Running":
                 self.disruptions.kill(record.job_id)
             if record.state == "Starting" and self.backend is not None:
-                self.backend.delete_pod(record.pod, self.now)
+                self._delete_pods(record.job_id, record.pod, self.now)
                 record.state = "Pending"
             if record.state == "Pending":
-                self._reject(
-                    record,
-                    reply,
-                    translate.Rejection(record.job_id, "-", "-", f"a working run ({self.fatal})"),
-                )
+                why = translate.Rejection(record.job_id, "-", "-", f"a working run ({self.fatal})")
+                self._reject(record, reply, why)
 
     def _reject(self, record: PodRecord, reply: Reply, why: translate.Rejection) -> None:
         log.warning("rejecting %s", why.reason)
         record.state, record.reason = "Rejected", why.reason
         reply.add(m.RejectJob(job_id=record.job_id))
-        self._reject_record(why)
+        self._reject_record(why, record.group)
+        self.gangs.forget(record.job_id)
         self._final(record)
 
-    def _reject_record(self, why: translate.Rejection) -> None:
+    def _reject_record(self, why: translate.Rejection, group: str = "") -> None:
         if self.outputs is not None:
-            self.outputs.rejected(why)
+            self.outputs.rejected(why, group)
 
     def _finish(self, job_id: str, state: str, ts: float, batsim_state: str, reply: Reply) -> None:
         record = self.records.get(job_id)
@@ -376,8 +365,8 @@ class DecisionProcess:
             log.debug("ignoring completion of %s (%s)", job_id, "unknown" if record is None else record.state)
             return
         if self.backend is not None and record.pod in self._job_of_pod:
-            backend, name = self.backend, record.pod
-            self._stage(ts, DELETE, job_id, lambda: backend.delete_pod(name, ts))
+            name = record.pod
+            self._stage(ts, DELETE, job_id, lambda: self._delete_pods(job_id, name, ts))
         record.finish_time, record.state = ts, state
         if state != "Succeeded":
             record.reason = batsim_state
@@ -393,6 +382,25 @@ class DecisionProcess:
             self._profiles.setdefault(job_id.split("!", 1)[0], {})[new_job["profile"]] = new_profile
             if not self.disruptions.acknowledged:  # Batsim will not echo a JOB_SUBMITTED for it
                 self._submit(new_id, new_job, new_profile, ts, reply)
+
+    def _delete_pods(self, job_id: str, name: str, now: float) -> None:
+        assert self.backend is not None
+        if job_id in self.gangs:
+            self.gangs.delete_from(self.backend, job_id, now)
+            if self.records[job_id].state not in ("Pending", "Starting", "Running"):
+                self.gangs.forget(job_id)
+        else:
+            self.backend.delete_pod(name, now)
+
+    def _add_pods(self, job_id: str, name: str, now: float) -> None:
+        assert self.backend is not None
+        if job_id in self.gangs:
+            return self.gangs.add_to(self.backend, job_id, now)
+        job, profile = self._jobs[job_id]
+        shape = podshape.pod_shape(job_id, job, profile)
+        assert not isinstance(shape, translate.Rejection)
+        pod = podshape.assemble(job_id, name, self.no_request.apply(shape, count=False))
+        self.backend.add_pod(pod, job_id, now)
 
     def _final(self, record: PodRecord) -> None:
         self.jobs_done += 1

@@ -36,11 +36,13 @@ class PodRecord:
     finish_time: float | str = ""
     state: str = "Pending"
     reason: str = ""
+    group: str = ""  # the job's PodGroup (res > 1): pod names the group, node its distinct nodes
+    group_size: int = 1
 
 
 POD_COLUMNS = [f.name for f in fields(PodRecord)]
 _pod_row = operator.attrgetter(*POD_COLUMNS)
-REJECTED_COLUMNS = ["job_id", "field", "value", "expected", "reason"]
+REJECTED_COLUMNS = ["job_id", "field", "value", "expected", "reason", "group"]
 NODE_COLUMNS = ["node", "resource_id", "cpu", "memory", "pods"]
 
 
@@ -51,7 +53,15 @@ def summary(records: Iterable[PodRecord]) -> dict[str, Any]:
     finished = [float(r.finish_time) for r in recs if r.finish_time != ""]
     waits = [float(r.start_time) - float(r.submit_time) for r in bound]
     count = {s: sum(r.state == s for r in recs) for s in ("Succeeded", "Failed", "Killed", "Rejected")}
+    gangs = [r for r in recs if r.group]
+    # a group's wait runs from submission to its last pod's binding (bind_time): the job starts then
+    gang_waits = [float(r.bind_time) - float(r.submit_time) for r in gangs if r.bind_time != ""]
     return {
+        "gang_jobs": len(gangs),
+        "gang_pods": sum(r.group_size for r in gangs),
+        "max_group_size": max((r.group_size for r in gangs), default=0),
+        "mean_gang_wait": sum(gang_waits) / len(gang_waits) if gang_waits else 0.0,
+        "max_gang_wait": max(gang_waits, default=0.0),
         "makespan": max(finished, default=0.0),
         "mean_waiting_time": sum(waits) / len(waits) if waits else 0.0,
         "max_waiting_time": max(waits, default=0.0),
@@ -114,9 +124,9 @@ class RunOutputs:
             self._pods.write_rows(self._rows)
             self._rows.clear()
 
-    def rejected(self, rejection: translate.Rejection) -> None:
-        row = {k: getattr(rejection, k) for k in REJECTED_COLUMNS[:-1]}
-        self._rejected.write({**row, "reason": rejection.reason})
+    def rejected(self, rejection: translate.Rejection, group: str = "") -> None:
+        row = {k: getattr(rejection, k) for k in REJECTED_COLUMNS[:4]}
+        self._rejected.write({**row, "reason": rejection.reason, "group": group})
 
     def summary(self, data: dict[str, Any]) -> None:
         path = self.dir / "summary.json"

@@ -62,6 +62,12 @@ CANNOT = {
 SEQ_TYPES = "__seq_types"  # a composed profile's leaf types, added by job_profile
 _SHAPE_KEYS = ("type", "cpu_req", SEQ_TYPES, *sorted(_JOB_KEYS))  # every profile field _checked reads
 _SHAPES_MAX = 4096
+MAX_GROUP = 100_000  # a sanity bound on a job's pods: each is an object of the cluster
+
+
+def hosts_ok(res: Any) -> bool:
+    """A job's `res`: 1 for a pod, more for a pod group of that many pods (gangjobs.py)."""
+    return isinstance(res, int) and not isinstance(res, bool) and 1 <= res <= MAX_GROUP
 
 
 @dataclass(frozen=True, eq=False)
@@ -128,7 +134,7 @@ def pod_shape(job_id: str, job: dict[str, Any] | None, profile: dict[str, Any] |
     kept), so a profile changed in place is checked afresh.
     """
     res = job.get("res") if job is not None else None
-    if job is None or profile is None or res != 1 or isinstance(res, bool) or not _JOB_KEYS.isdisjoint(job):
+    if job is None or profile is None or not hosts_ok(res) or not _JOB_KEYS.isdisjoint(job):
         return _checked(job_id, job, profile)
     try:
         key = orjson.dumps([profile.get(k) for k in _SHAPE_KEYS])
@@ -168,8 +174,8 @@ def _checked(job_id: str, job: dict[str, Any] | None, profile: dict[str, Any] | 
     if job is None:
         return reject("job", None, "the job's JSON in JOB_SUBMITTED (redis mode is not supported)")
     res = job.get("res")
-    if res != 1 or isinstance(res, bool):
-        return reject("res", res, "1 (a pod runs on exactly one node)")
+    if not hosts_ok(res):
+        return reject("res", res, f"a whole number of hosts from 1 to {MAX_GROUP} (res > 1: a pod group)")
     if profile is None:
         return reject("profile", job.get("profile"), "a profile known to Batsim")
     ptype = profile.get("type")

@@ -21,7 +21,7 @@ from typing import Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from batkube_py import __version__
+from batkube_py import __version__, topology
 from batkube_py.cluster.embedded import EmbeddedCluster
 from batkube_py.decision import BackendFactory, DecisionProcess
 from batkube_py.endpoint import Endpoint, EndpointError, PeerGone
@@ -117,8 +117,10 @@ def find_batsim(batsim: str | None) -> list[str]:
     are told which simulator produced it."""
     if batsim == DOUBLE or (batsim is None and shutil.which("batsim") is None):
         if batsim is None:
-            sys.stderr.write("batkube: no `batsim` on PATH, simulating with batkube-py's Batsim 4.2.1 double "
-                             "(batsim-double; see docs/batsim_double.md)\n")
+            sys.stderr.write(
+                "batkube: no `batsim` on PATH, simulating with batkube-py's Batsim 4.2.1 double "
+                "(batsim-double; see docs/batsim_double.md)\n"
+            )
         return [sys.executable, "-m", "batkube_py.batsim_double"]
     path = shutil.which(batsim or "batsim")
     if path is None:
@@ -249,6 +251,15 @@ def preflight(cfg: RunConfig) -> Checked:
     return Checked(count_jobs(cfg.workload), _latency(cfg.startup_latency, cfg.seed), find_batsim(cfg.batsim))
 
 
+def platform_labels(platform: Path) -> dict[str, dict[str, str]]:
+    """Topology labels of the platform's hosts (topology.py); none, said in the log, if unreadable."""
+    try:
+        return topology.host_labels(platform)
+    except topology.PlatformError as exc:
+        log.warning("no zone/cluster node labels: %s", exc)
+        return {}
+
+
 def run(
     cfg: RunConfig, backend_factory: BackendFactory | None = None, checked: Checked | None = None
 ) -> dict[str, Any]:
@@ -273,7 +284,10 @@ def run(
     except RunError:
         outputs.close()
         raise
-    process = DecisionProcess(backend_factory, outputs, startup, NoRequest(cfg.no_request))  # type: ignore[arg-type]
+    process = DecisionProcess(
+        backend_factory, outputs, startup, NoRequest(cfg.no_request),  # type: ignore[arg-type]
+        host_labels=platform_labels(cfg.platform),
+    )
     endpoint = Endpoint()
     cmd = batsim_command(batsim, cfg, endpoint.address, cfg.out / "out")
     (cfg.out / "batsim_cmdline.txt").write_text(" ".join(cmd) + "\n")

@@ -15,8 +15,9 @@ from rich.console import Console
 from rich.table import Table
 
 from batkube_py.cliutil import CONTEXT, out_option
+from swf_tools import nodes
 from swf_tools.convert import ConvertOptions, convert
-from swf_tools.errors import SwfError
+from swf_tools.errors import ConversionError, SwfError
 from swf_tools.extract import extract_period, find_periods
 from swf_tools.stats import trace_info
 from swf_tools.swf import SwfTrace, parse_swf, write_swf
@@ -217,6 +218,12 @@ def extract(trace: Path, period: float, utilisation: float, variation: float, se
 @click.option("--jobs-from-time", type=float, default=None,
               help="Skip jobs submitted before this SWF time (seconds, trace clock).")
 @click.option("--nb-res", type=int, default=1, show_default=True, help="Workload nb_res.")
+@click.option("--cores-per-node", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Keep node counts: a job on P procs becomes a pod group of ceil(P / N) pods, each asking "
+                   "its share of P (default: flatten each job into one pod).")
+@click.option("--platform", "platform", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              default=None, help="Keep node counts, with the cores per node of this batkube platform.")
+@click.option("--one-pod-per-node", is_flag=True, help="Each pod of a group on a node of its own.")
 @click.option("--indent", type=click.IntRange(min=0), default=None, help="Pretty-print the JSON.")
 @STRICT
 @_user_errors
@@ -225,14 +232,20 @@ def convert_command(trace: Path, out: Path, normalize_cpu: float | None, normali
                     max_duration: float | None,
                     memory_from: str, normalize_memory: int | None, scheduler: str,
                     walltime_factor: float | None, keep_ids: bool, jobs_from_time: float | None, nb_res: int,
+                    cores_per_node: float | None, platform: Path | None, one_pod_per_node: bool,
                     indent: int | None, strict: bool) -> None:
     """Convert TRACE into a Batsim 4.2.1 delay workload (nb_res, jobs, profiles) for batkube."""
+    if platform is not None:
+        if cores_per_node is not None:
+            raise ConversionError("--cores-per-node and --platform are mutually exclusive")
+        cores_per_node = nodes.cores_per_node(platform)
     options = ConvertOptions(
         normalize_cpu=normalize_cpu, uniform_cpu=uniform_cpu, normalize_against=normalize_against,  # type: ignore[arg-type]
         cpu_headroom=cpu_headroom, min_cpu=min_cpu, max_duration=max_duration,
         memory_from=memory_from, normalize_memory_kib=normalize_memory,  # type: ignore[arg-type]
         scheduler=scheduler, walltime_factor=walltime_factor, keep_ids=keep_ids,
-        jobs_from_time=jobs_from_time, nb_res=nb_res)
+        jobs_from_time=jobs_from_time, nb_res=nb_res, cores_per_node=cores_per_node,
+        one_pod_per_node=one_pod_per_node)
     options.validate()
     workload, report = convert(_load(trace, strict), options)
     out.write_text(workload.to_json(indent) + "\n", encoding="utf-8")
@@ -243,6 +256,9 @@ def convert_command(trace: Path, out: Path, normalize_cpu: float | None, normali
     if report.cpu_reference is not None:
         console.print(f"  cpu normalised against {report.cpu_reference:g} procs; "
                       f"{report.capped} capped at {options.cpu_cap:g}")
+    if cores_per_node is not None:
+        console.print(f"  node counts kept ({cores_per_node:g} cores per node): {report.groups} jobs are "
+                      "pod groups (res > 1)")
     if report.trimmed:
         console.print(f"  {report.trimmed} delays trimmed to {max_duration:g} s")
     if report.without_memory:

@@ -48,6 +48,8 @@ class ConvertOptions:
     keep_ids: bool = True
     jobs_from_time: float | None = None
     nb_res: int = 1
+    cores_per_node: float | None = None  # keep node counts: a job on P procs is ceil(P / this) pods
+    one_pod_per_node: bool = False
 
     def validate(self) -> None:
         """Reject contradictory options up front, before any work, with the option names in the message."""
@@ -76,6 +78,16 @@ class ConvertOptions:
                                   f"job), got {self.walltime_factor}")
         if self.normalize_memory_kib is not None and self.memory_from == "none":
             raise ConversionError("--normalize-memory needs --memory-from used|requested")
+        if self.cores_per_node is not None:
+            if not self.cores_per_node > 0:
+                raise ConversionError(f"--cores-per-node must be > 0, got {self.cores_per_node}")
+            if self.normalize_cpu is not None or self.uniform_cpu is not None or self.cpu_headroom:
+                raise ConversionError("keeping node counts (--cores-per-node/--platform) gives each pod its "
+                                      "share of the job's processors: no --normalize-cpu, --uniform-cpu "
+                                      "or --cpu-headroom")
+        elif self.one_pod_per_node:
+            raise ConversionError("--one-pod-per-node needs node counts kept "
+                                  "(--cores-per-node or --platform)")
         if self.nb_res < 1:
             raise ConversionError(f"--nb-res must be >= 1, got {self.nb_res}")
 
@@ -97,6 +109,7 @@ class ConvertReport:
     cpu_reference: float | None = None
     trimmed: int = 0
     capped: int = 0
+    groups: int = 0  # jobs kept on several nodes (res > 1)
 
     @property
     def nb_skipped(self) -> int:
@@ -129,6 +142,14 @@ def _skip_reasons(jobs: pd.DataFrame, options: ConvertOptions) -> np.ndarray:
     return reasons
 
 
+def _groups(procs: np.ndarray, options: ConvertOptions) -> tuple[np.ndarray, np.ndarray]:
+    """(pods per job, processors per pod): ceil(P / cores per node) pods, each P / pods processors,
+    never more than a node's cores (its cpu request, rounded up to the grid, is capped there too)."""
+    cores = float(options.cores_per_node)  # type: ignore[arg-type]
+    res = np.maximum(np.ceil(procs / cores - 1e-9), 1).astype(np.int64)
+    return res, np.minimum(procs / res, cores)
+
+
 def _procs(jobs: pd.DataFrame) -> np.ndarray:
     """Allocated processors, falling back to requested ones when the log lacks allocations (-1)."""
     alloc = jobs["proc_alloc"].to_numpy()
@@ -153,7 +174,7 @@ def _cpu(procs: np.ndarray, trace: SwfTrace, options: ConvertOptions, report: Co
     else:
         cpu = procs.astype(np.float64)
     cpu = _round_half_up(np.maximum(cpu, options.min_cpu), options.cpu_decimals)
-    cap = options.cpu_cap
+    cap = options.cpu_cap if options.cores_per_node is None else options.cores_per_node
     if cap is not None:
         report.capped = int((cpu > cap).sum())
         cpu = np.minimum(cpu, cap)
@@ -205,6 +226,10 @@ def convert(trace: SwfTrace, options: ConvertOptions) -> tuple[BatsimWorkload, C
         raise ConversionError(f"{trace.path}: no job left to convert ({details})")
 
     procs = _procs(kept)
+    res = np.ones(len(procs), dtype=np.int64)
+    if options.cores_per_node is not None:
+        res, procs = _groups(procs, options)
+        report.groups = int((res > 1).sum())
     cpu = _cpu(procs, trace, options, report)
     runtime = kept["execution_time"].to_numpy()
     delay = runtime if options.max_duration is None else np.minimum(runtime, options.max_duration)
@@ -225,8 +250,9 @@ def convert(trace: SwfTrace, options: ConvertOptions) -> tuple[BatsimWorkload, C
         d, c, m = float(delay[i]), float(cpu[i]), memory[i]
         name = profile_name(d, c, m)
         if name not in profiles:
-            profiles[name] = DelayProfile(delay=d, cpu=c, memory=m, scheduler=options.scheduler)
-        out_jobs.append(Job(id=ids[i], subtime=float(subtime[i]), profile=name,
+            profiles[name] = DelayProfile(delay=d, cpu=c, memory=m, scheduler=options.scheduler,
+                                          onePodPerNode=options.one_pod_per_node or None)
+        out_jobs.append(Job(id=ids[i], subtime=float(subtime[i]), profile=name, res=int(res[i]),
                             walltime=None if walltime is None else float(max(walltime[i], d, 0.001))))
     workload = BatsimWorkload(nb_res=options.nb_res, jobs=out_jobs, profiles=profiles)
     return workload, report

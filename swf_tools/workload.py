@@ -1,7 +1,8 @@
 """The Batsim 4.2.1 workload swf-tools emits, validated at the edge before anything is written.
 
 Only what batkube-py runs is modelled: ``delay`` profiles carrying ``cpu``/``memory``/``scheduler`` and
-jobs of ``res`` 1.  Validation catches what Batsim itself would only report as an assertion failure mid-run.
+jobs of ``res`` 1, or more for a pod group (a multi-node job kept whole).
+Validation catches what Batsim itself would only report as an assertion failure mid-run.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ class DelayProfile(BaseModel):
     cpu: float | None = Field(default=None, gt=0)
     memory: str | None = None
     scheduler: str = Field(min_length=1)
+    onePodPerNode: bool | None = None  # noqa: N815 (batkube's profile field: each pod of a group on its own node)
 
     @field_validator("memory")
     @classmethod
@@ -51,7 +53,7 @@ class Job(BaseModel):
 
     id: str = Field(min_length=1)
     subtime: float = Field(ge=0)
-    res: Literal[1] = 1
+    res: int = Field(default=1, ge=1)  # > 1: a pod group of res pods (swf-tools convert --cores-per-node)
     profile: str
     walltime: float | None = None
 
@@ -102,7 +104,7 @@ class BatsimWorkload(BaseModel):
             if job.id in seen:
                 raise ValueError(f"duplicate job id {job.id!r}")
             seen.add(job.id)
-        keys = [(p.delay, p.cpu, p.memory, p.scheduler) for p in self.profiles.values()]
+        keys = [(p.delay, p.cpu, p.memory, p.scheduler, p.onePodPerNode) for p in self.profiles.values()]
         if len(set(keys)) != len(keys):
             raise ValueError("two profiles share the same (delay, cpu, memory, scheduler)")
         return self

@@ -56,7 +56,7 @@ def test_unrepresentable_jobs_are_rejected_at_once_with_reasons(tmp_path):
             message(
                 1.0,
                 submitted(1.0, "w0!big", profile="big"),
-                submitted(1.0, "w0!multi", res=2),
+                submitted(1.0, "w0!multi", res=3),  # a group of 3 on 2 one-core hosts,
                 submitted(1.0, "w0!other", scheduler="nobody"),
                 submitted(1.0, "w0!badcpu", cpu="1e999999"),
                 submitted(1.0, "w0!ok"),

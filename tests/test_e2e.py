@@ -79,7 +79,7 @@ def test_unschedulable_and_unrepresentable_jobs_are_rejected_and_the_run_ends(tm
         "jobs": [
             {"id": "ok", "subtime": 0, "res": 1, "profile": "small"},
             {"id": "huge", "subtime": 1, "res": 1, "profile": "huge"},
-            {"id": "two", "subtime": 2, "res": 2, "profile": "small"},
+            {"id": "two", "subtime": 2, "res": 40, "profile": "small"},  # a group of 40 on 18 cores
             {"id": "Weird_ID-1.x", "subtime": 3, "res": 1, "profile": "other"},
         ],
         "profiles": {

@@ -183,7 +183,8 @@ BAD_FIELDS = [
     ("resources", {"cpu": "1"}),
     ("resources", {"example.com/gpu": "half"}),
     ("resources", [1]),
-    ("res", 2),
+    ("res", 0),
+    ("res", 2.5),
     ("res", True),
 ]
 

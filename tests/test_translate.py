@@ -103,7 +103,7 @@ def test_kubernetes_schema_fields():
 
 def test_unrepresentable_jobs_are_rejected_with_field_and_expectation():
     cases = [
-        ({"res": 2}, {}, "res", "1"),
+        ({"res": 0}, {}, "res", "whole number of hosts"),
         ({}, {"type": "smpi", "trace": "t"}, "profile.type", "cannot run SMPI trace replays"),
         ({}, {"type": "usage_trace"}, "profile.type", "cannot run usage traces"),
         ({}, {"type": "data_staging"}, "profile.type", "cannot run data staging"),

@@ -47,6 +47,11 @@ class Attempt(BaseModel):
     rejected_by: list[str] = []
     filters: dict[str, dict[str, tuple[int, list[str]]]] = {}  # plugin → reason → (count, some nodes)
     top: list[Ranked] = []
+    # a pod group's cycle (one attempt for the whole group): its minCount, why it failed, each member's node
+    group: str = ""
+    min_count: int = 0
+    message: str = ""
+    members: dict[str, str | None] = {}
 
 
 class Explanation(BaseModel):
@@ -117,6 +122,8 @@ def verdict(attempts: list[Attempt], final: dict[str, str] | None) -> str:
     if not attempts:
         return f"no scheduling attempt recorded{tail}"
     last = attempts[-1]
+    if last.group:
+        return group_verdict(attempts, tail)
     if last.result == "bound":
         waited = sum(a.result != "bound" for a in attempts)
         after = f" after {waited} unschedulable attempt(s)" if waited else " at its first attempt"
@@ -128,6 +135,25 @@ def verdict(attempts: list[Attempt], final: dict[str, str] | None) -> str:
     return (
         f"unschedulable at its last attempt ({seconds(last.time)} s, attempt {last.attempt}): "
         f"0 of {last.nodes} nodes fit: {why or 'no reason recorded'}{tail}"
+    )
+
+
+def group_verdict(attempts: list[Attempt], tail: str) -> str:
+    """A pod group's sentence: where its pods went and after how many group cycles, or why it waits."""
+    last = attempts[-1]
+    size = len(last.members)
+    if last.result == "bound":
+        hosts = sorted({n for n in last.members.values() if n})
+        waited = sum(a.result != "bound" for a in attempts)
+        after = f" after {waited} unschedulable group cycle(s)" if waited else " at its first group cycle"
+        return (
+            f"pod group {last.group}: all {size} pods bound at {seconds(last.time)} s{after}, "
+            f"on {len(hosts)} node(s): {' '.join(hosts)}{tail}"
+        )
+    fit = sum(n is not None for n in last.members.values())
+    return (
+        f"pod group {last.group} unschedulable at its last group cycle ({seconds(last.time)} s, attempt "
+        f"{last.attempt}): {last.message or f'{fit} of minCount {last.min_count} pods placed'}{tail}"
     )
 
 

@@ -44,13 +44,12 @@ def attempts_table(ex: Explanation, plain: bool) -> Table:
             table.add_row("…", f"{len(ex.attempts) - SHOWN_ATTEMPTS} more (all in --json)", "", "", "")
             continue
         style = "green" if a.result == "bound" else "red"
-        table.add_row(
-            str(a.attempt),
-            seconds(a.time),
-            Text(a.result, style=style),
-            a.node or "-",
-            f"{a.feasible} / {a.evaluated or a.nodes}",
-        )
+        if a.group:  # a group cycle: its members' nodes, and how many of them fit against minCount
+            hosts = sorted({n for n in a.members.values() if n})
+            node, fit = " ".join(hosts) or "-", f"{a.feasible} pods / minCount {a.min_count}"
+        else:
+            node, fit = a.node or "-", f"{a.feasible} / {a.evaluated or a.nodes}"
+        table.add_row(str(a.attempt), seconds(a.time), Text(a.result, style=style), node, fit)
     return table
 
 
@@ -86,6 +85,8 @@ def scores_table(a: Attempt, plain: bool) -> Table:
 
 
 def _fit(a: Attempt) -> str:
+    if a.group:
+        return f"group cycle {a.attempt} at {seconds(a.time)} s: {a.message or 'placed'}"
     return f"attempt {a.attempt} at {seconds(a.time)} s, {a.feasible} of {a.evaluated or a.nodes} nodes fit"
 
 
@@ -146,7 +147,11 @@ def renderables(ex: Explanation, plain: bool) -> list[RenderableType]:
                 "nodes (normalized score × weight)"
             )
             out += _titled(title, scores_table(bound, plain))
-        out.append(Text(choice_note(bound)))
+        if bound.group:
+            placed = ", ".join(f"{p} → {n}" for p, n in bound.members.items())
+            out.append(Text(f"members placed in upstream's order: {placed}"))
+        else:
+            out.append(Text(choice_note(bound)))
     return out
 
 

@@ -10,6 +10,7 @@ from kubernetes import client
 
 from batkube_py.cluster.base import Binding, Eviction, Unschedulable
 from batkube_py.cluster.fit import constraint_key, never_fits
+from batkube_py.cluster.groups import Groups
 from batkube_py.scheduler.config import build_profiles, default_config
 from batkube_py.scheduler.framework import NODE_TAINT, POD_ADD, POD_DELETE, Decision, NodeChange, Profile
 from batkube_py.scheduler.plugins.noderesources import fits
@@ -70,6 +71,17 @@ class EmbeddedCluster:
         self.recorder = recorder
         self._evictions: list[Eviction] = []
         self._too_big: dict[tuple, str | None] = {}
+        self.groups = Groups(self)
+
+    def supports_groups(self) -> bool:
+        """Pod groups are the twin's own: another scheduler deciding each attempt (paced) has none here."""
+        return self.attempts is None
+
+    def add_pod_group(self, group: client.V1beta1PodGroup, now: float) -> None:
+        self.groups.add_group(group)
+
+    def group_never_fits(self, pod: client.V1Pod, group: client.V1beta1PodGroup) -> str | None:
+        return self.groups.never_fits(pod, group)
 
     def serves(self, scheduler_name: str) -> bool:
         return scheduler_name in self.profiles
@@ -99,6 +111,8 @@ class EmbeddedCluster:
         return never_fits(pod, t, ok, rooms, extra)
 
     def add_pod(self, pod: client.V1Pod, job_id: str, now: float) -> None:
+        if self.groups.add_pod(pod, job_id, now):
+            return
         info = pod_info(pod, job_id, now, self.queue.next_seq())
         self.pods[info.name] = info
         self.queue.add(info)
@@ -117,6 +131,7 @@ class EmbeddedCluster:
             self._running -= 1
         else:
             self.queue.remove(name)
+        self.groups.delete_pod(name)
 
     def set_nodes_schedulable(self, nodes: list[str], schedulable: bool, now: float) -> None:
         """Cordon or uncordon: upstream classes a spec.unschedulable change as UpdateNodeTaint, and a
@@ -144,7 +159,16 @@ class EmbeddedCluster:
 
     def schedule(self, now: float) -> list[Binding]:
         bindings = []
-        while (pod := self.queue.pop(now, self.nodes)) is not None:
+        while True:
+            pod = self.queue.pop(now, self.nodes)
+            group = self.groups.head(now)
+            if group is not None and (pod is None or group.sort_key < pod.sort_key):
+                if pod is not None:
+                    self.queue.add(pod)  # back to activeQ: the group entity sorts first
+                bindings.extend(self.groups.schedule(now))
+                continue
+            if pod is None:
+                break
             profile = self.profiles[pod.scheduler_name]
             decision = profile.schedule_one(pod, self.nodes, self.recorder is not None)
             if self.recorder is not None:
@@ -195,7 +219,7 @@ class EmbeddedCluster:
             victim.terminating = True
             why = f"preempted by {pod.name} (priority {pod.priority} > {victim.priority})"
             self._evictions.append(Eviction(victim.name, why))
-        self._clear_lower_nominations(found.node, pod.priority)
+        self.clear_lower_nominations(found.node, pod.priority)
         self.nodes.nominate(pod, found.node)
 
     def _preempted(self, pod: PodInfo, outcome: Outcome) -> None:
@@ -206,10 +230,16 @@ class EmbeddedCluster:
                 victim.terminating = True
         preempted = outcome.victims or outcome.nominated != pod.nominated_node
         if outcome.nominated is not None and preempted:
-            self._clear_lower_nominations(outcome.nominated, pod.priority)
+            self.clear_lower_nominations(outcome.nominated, pod.priority)
         self.nodes.nominate(pod, outcome.nominated)
 
-    def _clear_lower_nominations(self, node: int, priority: int) -> None:
+    def note_bound(self) -> None:
+        self._running += 1
+
+    def evict(self, eviction: Eviction) -> None:
+        self._evictions.append(eviction)
+
+    def clear_lower_nominations(self, node: int, priority: int) -> None:
         """prepareCandidate: pods of lower priority nominated to the preempted node lose their nomination."""
         for other in list(self.nodes.nominated.get(node, {}).values()):
             if other.priority < priority:
@@ -223,7 +253,7 @@ class EmbeddedCluster:
         """With nothing running and nothing left to arrive, a pod that fits no node now never will."""
         if self._running:
             return []
-        gone = []
+        gone = self.groups.give_up()
         for pod in self.queue.pending():
             feasible, reasons = self.profiles[pod.scheduler_name].diagnose(pod, self.nodes)
             if feasible:
@@ -235,10 +265,11 @@ class EmbeddedCluster:
         return gone
 
     def next_wakeup(self) -> float | None:
-        return self.queue.next_wakeup()
+        wakes = [w for w in (self.queue.next_wakeup(), self.groups.next_wakeup()) if w is not None]
+        return min(wakes) if wakes else None
 
     def pending(self) -> int:
-        return len(self.queue)
+        return len(self.queue) + self.groups.pending()
 
     def running(self) -> int:
         return self._running

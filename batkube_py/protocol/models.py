@@ -143,6 +143,7 @@ class Message:
 class ExecuteJob(_Strict):
     job_id: str
     alloc: str = Field(min_length=1)
+    mapping: dict[str, str] | None = None  # executor → index in alloc, when executors share a host
 
 
 class RejectJob(_Strict):

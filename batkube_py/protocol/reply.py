@@ -70,8 +70,19 @@ class Reply:
             kept.append((ts, kind, data))
         self._events = kept
 
-    def execute(self, job_id: str, alloc: ProcSet, res: int, text: str | None = None) -> None:
-        """`text`: str(alloc) when the caller keeps it (formatting a ProcSet shows at 10,000 jobs)."""
+    def execute(
+        self, job_id: str, alloc: ProcSet, res: int, text: str | None = None, mapping: dict | None = None
+    ) -> None:
+        """`text`: str(alloc) when the caller keeps it (formatting a ProcSet shows at 10,000 jobs).
+        `mapping`: executor → index in the alloc (strings, as Batsim writes them) when executors share
+        hosts; Batsim 4.2.1 then accepts an alloc smaller than res."""
+        if mapping is not None:
+            if len(mapping) != res or any(not 0 <= int(v) < len(alloc) for v in mapping.values()):
+                raise ReplyRuleError(f"job {job_id!r}: mapping {mapping} is not {res} executors on {alloc}")
+            self._append(
+                self.now, "EXECUTE_JOB", {"job_id": job_id, "alloc": text or str(alloc), "mapping": mapping}
+            )
+            return
         if len(alloc) != res or len(alloc) == 0:
             raise ReplyRuleError(f"job {job_id!r} needs {res} resource(s) but the allocation is {alloc}")
         self._append(self.now, "EXECUTE_JOB", {"job_id": job_id, "alloc": text or str(alloc)})

@@ -81,6 +81,10 @@ class DecisionRecorder:
                 }
                 for k, (i, total) in enumerate(decision.top_scores)
             ]
+        self.write_line(line)
+
+    def write_line(self, line: dict) -> None:
+        """One attempt's line, built by the caller (a pod group's cycle: cluster/groups.py)."""
         self._file.write(json.dumps(line, separators=(",", ":")) + "\n")
         self.count += 1
 
