@@ -9,15 +9,21 @@
   description = "batkube-py: Kubernetes scheduling on Batsim-simulated clusters";
 
   inputs = {
-    # Python, etcd, kubernetes, go
-    nixpkgs.url = "github:NixOS/nixpkgs/nixos-25.05";
-    # kapack's NUR package set: Batsim and SimGrid (prebuilt on the capack cachix cache). Not made to
-    # follow our nixpkgs, so that its binaries match the cache. Pinned to a commit (its batsim is 4.2.0,
-    # so batsimFor below builds the v4.2.1 tag with kapack's recipe).
-    kapack.url = "github:oar-team/nur-kapack/cef1d6ed5841e8c2390a236ccc01c0332e90d7f7";
-    # Batsim's 4.2.1 tag, used only if kapack's batsim is another version (built with kapack's recipe)
+    # Every input is a fixed revision (docs/nix.md says how each was checked); `nix flake lock` then
+    # only adds their hashes.
+    # Python, etcd, kubernetes, go: the nixpkgs revision that nur-kapack's own flake.lock records at the
+    # commit below, so Batsim, SimGrid and the tools come from one package set.
+    nixpkgs.url = "github:NixOS/nixpkgs/9be32fbfaab592ccc39eb2f299e42aafddc26b37";
+    # kapack's NUR package set at the last commit that still packages batsim-420 (Batsim 4.2.0 on SimGrid
+    # 3.34): the parent of 9e0efa7 "commenting out simgrid and batsim (#38)". batsimFor below builds
+    # the v4.2.1 tag with that recipe.
+    kapack = {
+      url = "github:oar-team/nur-kapack/018ce0c1872fa66b30aa054ae649b4fca6d6d64a";
+      inputs.nixpkgs.follows = "nixpkgs";
+    };
+    # Batsim's v4.2.1 tag (the commit it points to, on Batsim's GitHub mirror)
     batsim-src = {
-      url = "git+https://framagit.org/batsim/batsim?ref=refs/tags/v4.2.1";
+      url = "github:oar-team/batsim/b5463dba818d6e8109e1bfd218d51c720fbdb30f";
       flake = false;
     };
   };

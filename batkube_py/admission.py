@@ -14,16 +14,20 @@ from kubernetes import client
 from batkube_py import podshape, translate
 from batkube_py.cluster import fit
 from batkube_py.cluster.base import Backend
+from batkube_py.norequest import NoRequest
 from batkube_py.outputs import PodRecord
 
 
 def shape_for(
-    record: PodRecord, job: dict | None, profile: dict | None
+    record: PodRecord, job: dict | None, profile: dict | None, no_request: NoRequest | None = None
 ) -> podshape.Shape | translate.Rejection:
-    """The job's pod shape, with the record's scheduler, priority and request columns filled from it."""
+    """The job's pod shape, with the record's scheduler, priority and request columns filled from it;
+    `no_request` decides what a job without a cpu request asks for (norequest.py)."""
     shape = podshape.pod_shape(record.job_id, job, profile)
     if isinstance(shape, translate.Rejection):
         return shape
+    if no_request is not None:
+        shape = no_request.apply(shape)
     record.scheduler, record.priority = shape.scheduler, shape.priority
     record.cpu_request, record.memory_request = shape.cpu, shape.memory
     return shape
@@ -55,10 +59,11 @@ def admit(
     backend: Backend,
     admitted: weakref.WeakSet[podshape.Shape],
     refused: str | None = None,
+    no_request: NoRequest | None = None,
 ) -> podshape.Shape | translate.Rejection:
     """The job's pod shape if the cluster may ever run it; `admitted`: shapes some node can hold, while
     in use (a job with fields of its own has a shape of its own); `refused`: why no job is admitted."""
-    shape = shape_for(record, job, profile)
+    shape = shape_for(record, job, profile, no_request)
     if isinstance(shape, translate.Rejection):
         return shape
     if refused is not None:

@@ -17,7 +17,7 @@ try:
 
     from batkube_py import __version__, platforms, rundir, workloads
     from batkube_py.cliparams import MAX_JOBS, MAX_NODES, SECONDS, Finite, guard_options
-    from batkube_py.cliutil import CONTEXT, Quantity, out_option, short_help_everywhere
+    from batkube_py.cliutil import CONTEXT, Quantity, fixed, out_option, short_help_everywhere
     from batkube_py.controlplane.cli import apiserver_config, backend_options, controlplane
     from batkube_py.endpoint import FREE_LOOPBACK
     from batkube_py.experiments.commands import experiment
@@ -66,6 +66,14 @@ def main() -> None:
 
 
 def _report(summary: dict) -> None:
+    """The run's figures on success; on failure only what failed and what was kept, so that a stopped run
+    cannot be mistaken for a finished one."""
+    if summary.get("error"):
+        ended = summary.get("jobs_total", 0) - summary.get("jobs_unfinished", 0)
+        raise click.ClickException(
+            f"{summary['error']} — the run did not finish ({ended} of {summary.get('jobs_total', 0)} "
+            "jobs ended); the outputs so far are kept (summary.json has error set)"
+        )
     keys = (
         "makespan",
         "mean_waiting_time",
@@ -74,13 +82,7 @@ def _report(summary: dict) -> None:
         "jobs_rejected",
         "over_allocations",
     )
-    click.echo(
-        " ".join(
-            f"{k}={summary[k]:.6g}" if isinstance(summary[k], float) else f"{k}={summary[k]}" for k in keys
-        )
-    )
-    if summary.get("error"):
-        raise click.ClickException(summary["error"])
+    click.echo(" ".join(f"{k}={fixed(summary[k])}" for k in keys))
 
 
 def _transcript_option(f):
@@ -92,9 +94,20 @@ def _transcript_option(f):
 
 def _embedded_options(f):
     f = click.option(
+        "--kube-version", "kube_version", type=click.Choice(["1.37", "1.32"]), default=None,
+        help="The kube-scheduler release the twin follows: 1.37 (1.37.2, the default for --backend "
+        "embedded) or 1.32 (1.32.6); see docs/versions.md.",
+    )(f)  # fmt: skip
+    f = click.option(
         "--startup-latency", "latency", default=None, metavar="SPEC",
         help="Delay between binding and start: fixed:S, uniform:A,B, exponential:MEAN, lognormal:MU,SIGMA, "
         "or k3s (fitted on the thesis's emulated runs). Default: none.",
+    )(f)  # fmt: skip
+    f = click.option(
+        "--no-request", "no_request", type=click.Choice(["exclusive", "besteffort"]), default="exclusive",
+        show_default=True,
+        help="What a job without a cpu field (every standard Batsim workload) asks for: a whole node, as "
+        "Batsim gives a job its host (exclusive), or nothing, a Kubernetes BestEffort pod (besteffort).",
     )(f)  # fmt: skip
     return click.option(
         "--record-decisions", "record", is_flag=True, help="Write decisions.jsonl: why each pod went where."
@@ -118,16 +131,26 @@ def _embedded_options(f):
 @_embedded_options
 @backend_options
 def run_cmd(platform, workload, out, seed, batsim, batsim_args, progress, batsim_log, transcript, record,
-            latency, overwrite, connect_timeout, idle_timeout, **backend) -> None:  # fmt: skip
+            latency, no_request, kube_version, overwrite, connect_timeout, idle_timeout,
+            **backend) -> None:  # fmt: skip
     """Simulate PLATFORM running WORKLOAD with Batsim and the embedded kube-scheduler twin."""
     cfg = RunConfig(
         platform=platform, workload=workload, out=out, seed=seed, batsim=batsim, batsim_args=batsim_args,
         progress=sys.stderr.isatty() if progress is None else progress, record_decisions=record,
         startup_latency=latency, scheduler_config=backend["scheduler_config"],
         connect_timeout=connect_timeout, idle_timeout=idle_timeout, transcript=transcript,
-        batsim_log=batsim_log,
+        batsim_log=batsim_log, no_request=no_request,
+        **({"kube_version": kube_version} if kube_version else {}),
     )  # fmt: skip
-    _report(run_claimed(cfg, apiserver_config(backend), overwrite))
+    _report(run_claimed(cfg, _api_config(backend, kube_version), overwrite))
+
+
+def _api_config(backend: dict, kube_version: str | None):
+    """The apiserver backend's settings; --kube-version, when given, also names the twin it paces with."""
+    api_cfg = apiserver_config(backend)
+    if api_cfg is not None and kube_version:
+        api_cfg.kube_version = kube_version
+    return api_cfg
 
 
 def run_claimed(cfg: RunConfig, api_cfg, overwrite: bool) -> dict:
@@ -171,16 +194,18 @@ def _with_backend(api_cfg, out, body):
 @_transcript_option
 @_embedded_options
 @backend_options
-def serve_cmd(endpoint, out, seed, idle_timeout, overwrite, transcript, record, latency, **backend) -> None:
+def serve_cmd(endpoint, out, seed, idle_timeout, overwrite, transcript, record, latency, no_request,
+              kube_version, **backend) -> None:  # fmt: skip
     """Run the adapter alone, for a Batsim you launch yourself (with --enable-compute-sharing, and
     --enable-dynamic-jobs --acknowledge-dynamic-jobs so that preempted pods are resubmitted)."""
     config = backend["scheduler_config"]
-    api_cfg = apiserver_config(backend)
+    api_cfg = _api_config(backend, kube_version)
+    version = {"kube_version": kube_version} if kube_version else {}
 
     def body(factory):
         return serve(endpoint, out, seed, idle_timeout, factory, record_decisions=record,
                      startup_latency=latency, scheduler_config=config,
-                     transcript_path=transcript)  # fmt: skip
+                     transcript_path=transcript, no_request=no_request, **version)  # fmt: skip
 
     interrupt_on_sigterm()
     try:
@@ -219,21 +244,37 @@ def _write(text: str, output: Path | None, what: str) -> None:
 @click.option("--prefix", default="node-", show_default=True, help="Node names: PREFIX0, PREFIX1, ...")
 @click.option("--label", "labels", multiple=True, help="KEY=VALUE node label (repeatable).")
 @click.option("--taints", default=None, help="key=value:Effect,... taints on every node.")
+@click.option("--racks", type=click.IntRange(1, MAX_NODES), default=1, show_default=True,
+              help="Racks (SimGrid clusters) to split the nodes into, joined by one backbone link.")
+@click.option("--rack-bandwidth", default="1.25GBps", show_default=True,
+              help="Bandwidth of the inter-rack backbone (SimGrid units: 125MBps, 10Gbps).")
+@click.option("--rack-latency", default="500us", show_default=True,
+              help="Latency of the inter-rack backbone (SimGrid units: 500us, 1ms).")
+@click.option("--rack-label", default=platforms.RACK_LABEL, show_default=True,
+              help="Node label (host property) whose value is the node's rack.")
 @out_option("Platform XML to write (default: stdout).", dir_okay=False, default=None)
-def platform_cmd(nodes, cores, memory, pods, prefix, labels, taints, out) -> None:
-    """Write a SimGrid platform of NODES identical Kubernetes nodes (plus Batsim's master host)."""
+def platform_cmd(nodes, cores, memory, pods, prefix, labels, taints, racks, rack_bandwidth, rack_latency,
+                 rack_label, out) -> None:
+    """Write a SimGrid platform of NODES identical Kubernetes nodes (plus Batsim's master host), in one
+    cluster or in RACKS clusters joined by a backbone (each node labelled with its rack)."""
     bad = [x for x in labels if "=" not in x]
     if bad:
         raise click.BadParameter(f"expected KEY=VALUE, got {bad[0]!r}", param_hint="--label")
+    node_labels = dict(x.split("=", 1) for x in labels)
     try:
-        xml = platforms.cluster_platform(
-            nodes, cores, memory, prefix=prefix, pods=pods, labels=dict(x.split("=", 1) for x in labels),
-            taints=taints,
-        )  # fmt: skip
+        if racks == 1:
+            xml = platforms.cluster_platform(nodes, cores, memory, prefix=prefix, pods=pods,
+                                             labels=node_labels, taints=taints)
+        else:
+            xml = platforms.rack_platform(racks, nodes, cores, memory, prefix=prefix, pods=pods,
+                                          labels=node_labels, taints=taints, backbone_bw=rack_bandwidth,
+                                          backbone_lat=rack_latency, rack_label=rack_label)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     mem = f", memory {memory}" if memory else ""
-    _write(xml, out, f"{nodes} node(s) of {cores} cpu{mem}, plus Batsim's master host")
+    where = f" in {racks} racks ({rack_label}), backbone {rack_bandwidth} / {rack_latency}"
+    where = where if racks > 1 else ""
+    _write(xml, out, f"{nodes} node(s) of {cores} cpu{mem}{where}, plus Batsim's master host")
 
 
 @main.command("workload")
@@ -260,9 +301,9 @@ def workload_cmd(kind, jobs, delay, interval, cpu, memory, pods_per_job, one_pod
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     last = doc["jobs"][-1]["subtime"]
-    when = f"submitted from 0 to {last:g} s" if last else "all submitted at 0 s"
+    when = f"submitted from 0 to {fixed(float(last))} s" if last else "all submitted at 0 s"
     gangs = f" of {pods_per_job} pods each" if pods_per_job > 1 else ""
-    what = f"{jobs} {kind} job(s){gangs} of {delay:g} s, {when}"
+    what = f"{jobs} {kind} job(s){gangs} of {fixed(float(delay))} s, {when}"
     _write(json.dumps(doc, indent=1) + "\n", out, what)
 
 

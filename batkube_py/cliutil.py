@@ -11,6 +11,17 @@ import click
 CONTEXT = {"help_option_names": ["-h", "--help"]}
 
 
+def fixed(value: object) -> str:
+    """A figure as a user reads it, to 6 significant digits but never in exponent notation: 2210.41,
+    7949021 (not 7.94902e+06), 0.000025."""
+    if isinstance(value, float):
+        text = f"{value:.6g}"
+        if "e" in text:
+            text = f"{value:.0f}" if abs(value) >= 1 else f"{value:.6f}".rstrip("0").rstrip(".")
+        return "0" if text in ("-0", "") else text
+    return str(value)
+
+
 class AliasOption(click.Option):
     """An option whose older spellings still work but are left out of --help (one name to learn)."""
 

@@ -109,53 +109,60 @@ def _verified(ds: Dataset, path: Path, where: str) -> Path:
     return path
 
 
-def path(name: str) -> Path:
-    """A verified local copy of the public input `name` (see the module's docstring for the order)."""
+def path(name: str, also: Path | None = None) -> Path:
+    """A verified local copy of the public input `name` (see the module's docstring for the order);
+    `also` is a folder searched like BATKUBE_DATA_DIR, after it (an experiment's --var shared=PATH)."""
     ds = DATASETS.get(name)
     if ds is None:
         raise DataError(f"unknown input {name!r}; known: {', '.join(sorted(DATASETS))}")
     folder = offline_dir()
-    if folder is not None:
-        hits = sorted(p for p in folder.rglob(ds.name) if p.is_file())
-        good = [p for p in hits if ds.sha256 is None or digest(ds, p) == ds.sha256]
-        if hits:
-            return _verified(ds, (good or hits)[0], f"in BATKUBE_DATA_DIR={folder}")
+    for where, d in (("BATKUBE_DATA_DIR", folder), ("--var shared", also)):
+        if d is not None and d.is_dir():
+            hits = sorted(p for p in d.rglob(ds.name) if p.is_file())
+            good = [p for p in hits if ds.sha256 is None or digest(ds, p) == ds.sha256]
+            if hits:
+                return _verified(ds, (good or hits)[0], f"in {where}={d}")
     cached = cache_dir() / ds.name
     if cached.is_file():
         return _verified(ds, cached, "cached")
     cached.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=cached.parent) as tmp:
         fresh = Path(tmp) / ds.name
-        _extract(ds, fresh) if ds.window else _download(ds, fresh, folder)
+        _extract(ds, fresh, also) if ds.window else _download(ds, fresh, folder, also)
         _verified(ds, fresh, f"from {ds.url or ds.source}")
         os.replace(fresh, cached)
     return cached
 
 
-def _download(ds: Dataset, dest: Path, folder: Path | None) -> None:
+def _download(ds: Dataset, dest: Path, folder: Path | None, also: Path | None = None) -> None:
     if os.environ.get("BATKUBE_OFFLINE") == "1":
         where = f"in BATKUBE_DATA_DIR={folder}" if folder else "(BATKUBE_DATA_DIR is not set)"
-        raise DataError(f"{ds.name}: BATKUBE_OFFLINE=1 and no copy {where}; its public source is {ds.url}")
+        if also is not None and also not in (folder, cache_dir()):
+            where += f" nor in {also}"
+        raise DataError(
+            f"{ds.name}: BATKUBE_OFFLINE=1 and no copy {where}; its public source is {ds.url} (set "
+            "BATKUBE_DATA_DIR, or an experiment's --var shared=PATH, to a folder holding it)"
+        )
     assert ds.url is not None
     try:
         with urllib.request.urlopen(ds.url, timeout=60) as response, open(dest, "wb") as out:
             opened: Callable = gzip.open if ds.gzip else (lambda f: f)
             shutil.copyfileobj(opened(response), out)
     except (OSError, EOFError) as exc:
-        hint = "or point BATKUBE_DATA_DIR to a folder holding it"
+        hint = "or point BATKUBE_DATA_DIR (or an experiment's --var shared=PATH) to a folder holding it"
         raise DataError(f"{ds.name}: cannot fetch {ds.url}: {exc}; {hint}") from None
     if ds.strip_smpi:
         lines = dest.read_bytes().splitlines(keepends=True)
         dest.write_bytes(b"".join(x for x in lines if b'<prop id="smpi/' not in x))
 
 
-def _extract(ds: Dataset, dest: Path) -> None:
+def _extract(ds: Dataset, dest: Path, also: Path | None = None) -> None:
     """swf-tools cuts the window out of the source trace (the jobs submitted in it, as evalys does)."""
     from swf_tools.extract import extract_period, measure_period
     from swf_tools.swf import parse_swf, write_swf
 
     assert ds.source is not None and ds.window is not None
-    trace = parse_swf(path(ds.source))
+    trace = parse_swf(path(ds.source, also))
     begin, end = ds.window
     header, jobs = extract_period(trace, measure_period(trace, begin, end))
     write_swf(dest, header, jobs)

@@ -22,6 +22,7 @@ from batkube_py.cluster.base import Backend, BackendError
 from batkube_py.disruption import Disruptions
 from batkube_py.hosts import Hosts
 from batkube_py.instant import ADD, DELETE, NODES, Cycles
+from batkube_py.norequest import NoRequest
 from batkube_py.outputs import PodRecord, RunOutputs
 from batkube_py.outputs import summary as outputs_summary
 from batkube_py.protocol import models as m
@@ -42,9 +43,11 @@ class DecisionProcess:
         backend_factory: BackendFactory,
         outputs: RunOutputs | None = None,
         startup: StartupLatency | None = None,
+        no_request: NoRequest | None = None,
         host_labels: dict[str, dict[str, str]] | None = None,
     ):
         self._factory = backend_factory
+        self.no_request = no_request or NoRequest()
         self.startup = startup
         self._starting: list[
             tuple[float, int, str]
@@ -162,6 +165,7 @@ class DecisionProcess:
         nodes, problems = self.hosts.build(data.compute_resources, self.host_labels)
         for problem in problems:
             self._fail(problem)
+        self.no_request.configure(nodes)
         if self.outputs is not None:
             self.outputs.nodes(nodes)
         try:
@@ -195,7 +199,7 @@ class DecisionProcess:
         workload = job_id.split("!", 1)[0]
         profile = podshape.job_profile(job, forwarded, self._profiles.get(workload, {}))
         why = f"a working run ({self.fatal})" if self.fatal is not None else None
-        admitted = admission.admit(record, job, profile, self.backend, self._admitted, why)
+        admitted = admission.admit(record, job, profile, self.backend, self._admitted, why, self.no_request)
         if not isinstance(admitted, translate.Rejection) and job["res"] > 1:
             admitted = self.gangs.admit(record, job, profile, admitted, self.backend, self._job_of_pod.keys())
         if isinstance(admitted, translate.Rejection):
@@ -211,6 +215,12 @@ class DecisionProcess:
         self._stage(ts, ADD, job_id, lambda: backend.add_pod(pod.pod(), job_id, ts))
 
     def _on_job_completed(self, data: m.JobCompleted, ts: float, reply: Reply) -> None:
+        record = self.records.get(data.job_id)
+        if record is None or record.state in ("Pending", "Starting"):
+            # Batsim completes only what it was told to execute; answering would EXECUTE_JOB a job that
+            # Batsim holds as finished, which it aborts on
+            what = "never submitted" if record is None else "not executed yet"
+            raise ProtocolError(f"JOB_COMPLETED for job {data.job_id!r}, which was {what}")
         self._finish(data.job_id, _FINAL.get(data.job_state, "Failed"), ts, data.job_state, reply)
 
     def _on_job_killed(self, data: m.JobKilled, ts: float, reply: Reply) -> None:
@@ -365,6 +375,7 @@ class DecisionProcess:
         if state == "Killed" and job is not None and self.fatal is None:
             again = self.disruptions.resubmission(record, job, profile, reply)
         self.disruptions.evicted.pop(job_id, None)
+        self.disruptions.finished_unsent(job_id, reply)
         self._final(record)
         if again is not None:
             new_id, new_job, new_profile = again
@@ -386,7 +397,10 @@ class DecisionProcess:
         if job_id in self.gangs:
             return self.gangs.add_to(self.backend, job_id, now)
         job, profile = self._jobs[job_id]
-        self.backend.add_pod(podshape.pod_from_job(job_id, job, profile, name), job_id, now)
+        shape = podshape.pod_shape(job_id, job, profile)
+        assert not isinstance(shape, translate.Rejection)
+        pod = podshape.assemble(job_id, name, self.no_request.apply(shape, count=False))
+        self.backend.add_pod(pod, job_id, now)
 
     def _final(self, record: PodRecord) -> None:
         self.jobs_done += 1
@@ -408,7 +422,9 @@ class DecisionProcess:
     # ---- results --------------------------------------------------------------------------------
 
     def summary(self) -> dict[str, Any]:
+        self.no_request.log_summary()
         return {
+            **self.no_request.summary(),
             **outputs_summary(self.records.values()),
             "over_allocations": self.over_allocations,
             "jobs_preempted": self.disruptions.preempted,

@@ -57,6 +57,14 @@ class Disruptions:
             self.killed.add(job_id)
             self.to_kill.append(job_id)
 
+    def finished_unsent(self, job_id: str, reply: Reply) -> None:
+        """The job ended in the message this reply answers, after a cycle of that message chose it as a
+        victim: Batsim aborts on a kill of a finished job, so the kill is withdrawn (it still counts)."""
+        if job_id in self.killed:
+            if job_id in self.to_kill:
+                self.to_kill.remove(job_id)
+            reply.unkill(job_id)
+
     def flush_kills(self, reply: Reply) -> None:
         if self.to_kill:
             reply.add(m.KillJob(job_ids=sorted(self.to_kill)))

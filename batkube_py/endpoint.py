@@ -6,6 +6,10 @@ first message is a Batsim SIMULATION_BEGINS becomes *the* peer, and anything els
 place of the legitimate peer. A ZAP domain is set so that libzmq refuses the unversioned ZMTP 1.0/2.0
 fallback, through which raw TCP bytes would otherwise arrive as messages (no ZAP handler is bound, so
 ZMTP 3 peers with the NULL mechanism, Batsim among them, are still accepted).
+
+A socket monitor reports the peer's connection closing: a Batsim killed mid-run, or one that hung up so
+that another client could take the port, ends the serve at once with that reason instead of after the
+idle timeout (the peer's connection is the file descriptor its first message came on).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import zmq
+from zmq.utils.monitor import parse_monitor_message
 
 from batkube_py.decision import DecisionProcess
 from batkube_py.protocol.codec import ProtocolError, decode_message
@@ -101,6 +106,9 @@ class Endpoint:
             why = "already in use" if exc.errno == zmq.EADDRINUSE else exc.strerror
             raise EndpointError(f"cannot bind {address}: {why}") from None
         self.address = self._sock.getsockopt_string(zmq.LAST_ENDPOINT)
+        self._monitor = self._sock.get_monitor_socket(zmq.EVENT_DISCONNECTED)
+        self._peer_fd: int | None = None
+        self._first_fd: int | None = None
         self.messages = 0
         self.ignored = 0
         self.last_ignored = ""
@@ -138,7 +146,7 @@ class Endpoint:
         since = time.monotonic()
         while not process.ended:
             try:
-                frames = self._receive()
+                frames = self._receive() if self._peer is not None else self._receive_first()
             except zmq.Again:
                 self._check_waiting(since, peer_alive, idle_timeout, connect_timeout)
                 continue
@@ -181,6 +189,15 @@ class Endpoint:
             frames.append(recv())
         return frames
 
+    def _receive_first(self) -> list[bytes]:
+        """A message while no peer is pinned, with the connection it came on (for the monitor)."""
+        frames = self._sock.recv_multipart(copy=False)
+        try:
+            self._first_fd = frames[-1].get(zmq.SRCFD)
+        except zmq.ZMQError:  # a libzmq without ZMQ_SRCFD: the idle timeout still bounds the wait
+            self._first_fd = None
+        return [f.bytes for f in frames]
+
     def _accept_first(self, frames: list[bytes], process: DecisionProcess) -> bytes | None:
         """Pins the peer whose first message is a Batsim SIMULATION_BEGINS; returns the reply to it."""
         if len(frames) != 3 or frames[1] != b"":
@@ -195,6 +212,9 @@ class Endpoint:
             self._ignore("a first message without SIMULATION_BEGINS")
             return None
         self._peer = frames[0]
+        while self._monitor.poll(0):  # earlier closes were other connections, whatever their fd
+            self._monitor.recv_multipart()
+        self._peer_fd = self._first_fd
         self.messages += 1
         return process.handle_decoded(msg, unknown)
 
@@ -206,15 +226,27 @@ class Endpoint:
     def _junk(self) -> str:
         return f" (ignored {self.ignored} message(s); last: {self.last_ignored})" if self.ignored else ""
 
+    def _peer_disconnected(self) -> bool:
+        gone = False
+        while self._monitor.poll(0):
+            event = parse_monitor_message(self._monitor.recv_multipart())
+            gone = gone or (self._peer_fd is not None and event["value"] == self._peer_fd)
+        return gone
+
     def _check_waiting(self, since, peer_alive, idle_timeout, connect_timeout) -> None:
         waited = time.monotonic() - since
         if peer_alive is not None and not peer_alive():
             raise PeerGone(f"Batsim exited before the simulation ended{self._junk()}")
+        if self._peer_disconnected():
+            raise PeerGone(f"Batsim closed its connection before the simulation ended{self._junk()}")
         if self._peer is None and connect_timeout is not None and waited >= connect_timeout:
             raise PeerGone(f"no Batsim message on {self.address} within {connect_timeout:g} s{self._junk()}")
         if self._peer is not None and idle_timeout is not None and waited >= idle_timeout:
             raise PeerGone(f"no message from Batsim for {idle_timeout:g} s")
 
     def close(self) -> None:
+        if (monitor := getattr(self, "_monitor", None)) is not None:
+            self._sock.disable_monitor()
+            monitor.close(linger=0)
         self._sock.close(linger=0)
         self._ctx.term()

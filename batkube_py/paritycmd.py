@@ -14,6 +14,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from batkube_py.cliutil import fixed
 from batkube_py.controlplane.session import ApiServerConfig
 from batkube_py.run import RunConfig
 from batkube_py.sync import SyncOptions
@@ -56,7 +57,7 @@ def report(summary: dict, path: Path) -> None:
         f"{summary['parity_bindings_checked']} bindings and {summary['parity_failures_checked']} failed "
         f"attempts of kube-scheduler checked against the twin ({summary['parity_ties']} bindings among "
         f"tied best nodes; {summary['parity_skipped_retries']} retries skipped: the pod fit no node's "
-        f"free room); makespan {summary['makespan']:g}, mean wait {summary['mean_waiting_time']:g}"
+        f"free room); makespan {fixed(summary['makespan'])}, mean wait {fixed(summary['mean_waiting_time'])}"
     )
     if not rows:
         console.print("[green]no mismatch[/green]")

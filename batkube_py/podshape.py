@@ -51,7 +51,16 @@ def _field(job: dict, profile: dict, key: str) -> tuple[str, Any]:
 # Job fields that shape the pod; a job holding none of them gets its pod from its profile alone.
 _JOB_KEYS = frozenset({"cpu", "memory", "extendedResources", "resources", "scheduler", "priority", "labels",
                        "nodeSelector", "tolerations", "affinity", "topologySpreadConstraints"})  # fmt: skip
-_SHAPE_KEYS = ("type", *sorted(_JOB_KEYS))  # every profile field _checked reads
+# Profiles a job may have: Batsim runs them (the double too); for the parallel ones `cpu` is flops per
+# executor, so the pod's cpu request comes from the job's `cpu` or the profile's `cpu_req`.
+RUNNABLE = ("delay", "parallel", "parallel_homogeneous", "parallel_homogeneous_total", "composed")
+CANNOT = {
+    "smpi": "SMPI trace replays", "usage_trace": "usage traces", "data_staging": "data staging",
+    "parallel_homogeneous_pfs": "parallel file system transfers", "send": "scheduler messages",
+    "recv": "scheduler messages",
+}  # fmt: skip
+SEQ_TYPES = "__seq_types"  # a composed profile's leaf types, added by job_profile
+_SHAPE_KEYS = ("type", "cpu_req", SEQ_TYPES, *sorted(_JOB_KEYS))  # every profile field _checked reads
 _SHAPES_MAX = 4096
 MAX_GROUP = 100_000  # a sanity bound on a job's pods: each is an object of the cluster
 
@@ -91,6 +100,13 @@ def _shape(spec: dict[str, Any], container: client.V1Container, labels: dict[str
         cpu=quantities.milli_cpu(requests["cpu"]) / 1000 if "cpu" in requests else 0.0,
         memory=quantities.byte_count(requests["memory"]) if "memory" in requests else "",
     )
+
+
+def with_requests(shape: Shape, extra: dict[str, str]) -> Shape:
+    """The same pod shape with more requests (norequest.py: a job without a cpu request holds a node)."""
+    res = shape.container.resources
+    resources = res.model_copy(update={"requests": {**(res.requests or {}), **extra}})
+    return _shape(shape.spec, shape.container.model_copy(update={"resources": resources}), shape.labels)
 
 
 def _pod(meta: client.V1ObjectMeta, spec: dict[str, Any], container: client.V1Container) -> client.V1Pod:
@@ -162,12 +178,19 @@ def _checked(job_id: str, job: dict[str, Any] | None, profile: dict[str, Any] | 
         return reject("res", res, f"a whole number of hosts from 1 to {MAX_GROUP} (res > 1: a pod group)")
     if profile is None:
         return reject("profile", job.get("profile"), "a profile known to Batsim")
-    if profile.get("type") != "delay":
-        return reject("profile.type", profile.get("type"), "'delay' (the only profile a pod can model)")
+    ptype = profile.get("type")
+    for t in (ptype, *profile.get(SEQ_TYPES, ())):
+        if t not in RUNNABLE:
+            cannot = f"; batkube-py cannot run {CANNOT[t]}" if t in CANNOT else ""
+            field = "profile.type" if t == ptype else "profile.seq"
+            return reject(field, t, f"one of {', '.join(RUNNABLE)}{cannot}")
 
     requests: dict[str, str] = {}
     for key, convert in (("cpu", quantities.milli_cpu), ("memory", quantities.byte_count)):
-        where, value = _field(job, profile, key)
+        if key == "cpu" and ptype != "delay" and "cpu" not in job:  # the profile's cpu is flops there
+            where, value = "profile.cpu_req", profile.get("cpu_req")
+        else:
+            where, value = _field(job, profile, key)
         if value is None:
             continue
         try:
@@ -272,4 +295,19 @@ def job_profile(job: dict[str, Any] | None, forwarded: dict | None, profiles: di
         return forwarded
     if job is None or not isinstance(job.get("profile"), str):
         return None
-    return profiles.get(job["profile"])
+    profile = profiles.get(job["profile"])
+    if profile is not None and profile.get("type") == "composed":
+        return {**profile, SEQ_TYPES: tuple(_leaf_types(profile, profiles, 0))}
+    return profile
+
+
+def _leaf_types(profile: dict, profiles: dict[str, dict], depth: int) -> list[Any]:
+    """The types a composed profile runs, its nested composed profiles flattened (an unknown name: None)."""
+    out: list[Any] = []
+    for name in profile.get("seq") or ():
+        sub = profiles.get(name) if isinstance(name, str) else None
+        if sub is not None and sub.get("type") == "composed" and depth < 16:
+            out += _leaf_types(sub, profiles, depth + 1)
+        else:
+            out.append(sub.get("type") if sub is not None else None)
+    return out

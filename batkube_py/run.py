@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import resource
 import shutil
 import signal
 import subprocess
@@ -26,14 +25,17 @@ from batkube_py import __version__, topology
 from batkube_py.cluster.embedded import EmbeddedCluster
 from batkube_py.decision import BackendFactory, DecisionProcess
 from batkube_py.endpoint import Endpoint, EndpointError, PeerGone
+from batkube_py.norequest import NoRequest
 from batkube_py.outputs import RunOutputs
 from batkube_py.protocol.codec import ProtocolError
 from batkube_py.protocol.reply import ReplyRuleError
 from batkube_py.scheduler.config import ConfigError, build_profiles, default_config, load_config
 from batkube_py.scheduler.queue import QueueConfig
 from batkube_py.scheduler.record import DecisionRecorder
+from batkube_py.scheduler.versions import DEFAULT_KUBE_VERSION, FULL_VERSION, KubeVersion
 from batkube_py.startup import LatencySpecError, StartupLatency, parse_latency
 from batkube_py.transcript import TranscriptWriter
+from batkube_py.usage import AdapterUsage, ChildUsage
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +60,8 @@ class RunConfig:
     idle_timeout: float | None = 600.0  # s of Batsim's silence (alive, not waiting for us) before giving up
     transcript: Path | None = None  # every message and reply, raw (batkube_py.transcript)
     batsim_log: bool = False  # Batsim's own log of every message (off: Batsim runs with -q)
+    no_request: str = "exclusive"  # what a job without a cpu request asks for (norequest.py)
+    kube_version: KubeVersion = DEFAULT_KUBE_VERSION  # the kube-scheduler release the embedded twin follows
 
 
 @dataclass
@@ -72,16 +76,23 @@ class Checked:
         return {"platform": cfg.platform, "workload": cfg.workload, "scheduler config": cfg.scheduler_config}
 
 
-def embedded_factory(seed: int, record: Path | None = None, config: Path | None = None) -> BackendFactory:
+def embedded_factory(
+    seed: int, record: Path | None = None, config: Path | None = None,
+    kube_version: KubeVersion = DEFAULT_KUBE_VERSION,
+) -> BackendFactory:  # fmt: skip
     """The default backend; `record` streams every scheduling decision to that JSON-lines file;
-    `config` is a KubeSchedulerConfiguration (profiles, weights, args, backoff) as kube-scheduler takes."""
+    `config` is a KubeSchedulerConfiguration (profiles, weights, args, backoff) as kube-scheduler
+    `kube_version` (versions.py) takes it, and the twin follows that release."""
     try:
-        sched = load_config(config) if config is not None else default_config()
+        sched = load_config(config, kube_version) if config is not None else default_config(kube_version)
     except ConfigError as exc:
         raise RunError(f"scheduler config {config}: {exc}") from None
-    queue = QueueConfig(pod_initial_backoff=sched.pod_initial_backoff, pod_max_backoff=sched.pod_max_backoff)
+    queue = QueueConfig(pod_initial_backoff=sched.pod_initial_backoff, pod_max_backoff=sched.pod_max_backoff,
+                        kube_version=kube_version)  # fmt: skip
 
     def make(nodes):
+        log.info("embedded twin follows kube-scheduler %s (--kube-version %s)", FULL_VERSION[kube_version],
+                 kube_version)  # fmt: skip
         profiles = build_profiles(sched, seed)
         recorder = DecisionRecorder(record) if record else None
         return EmbeddedCluster(nodes, seed=seed, profiles=profiles, queue_config=queue, recorder=recorder)
@@ -161,21 +172,6 @@ def open_transcript(path: Path | None) -> TranscriptWriter | None:
         raise RunError(f"cannot write transcript {path}: {exc.strerror}") from None
 
 
-def usage_figures(children: bool) -> dict[str, float]:
-    """CPU seconds and peak RSS of this process (and of its reaped children: Batsim, in a run)."""
-
-    def of(who: int) -> tuple[float, float]:
-        u = resource.getrusage(who)
-        return round(u.ru_utime + u.ru_stime, 3), round(u.ru_maxrss / 1024, 1)
-
-    cpu, rss = of(resource.RUSAGE_SELF)
-    out = {"adapter_cpu_seconds": cpu, "adapter_peak_rss_mib": rss}
-    if children:
-        cpu, rss = of(resource.RUSAGE_CHILDREN)
-        out.update(batsim_cpu_seconds=cpu, batsim_peak_rss_mib=rss)
-    return out
-
-
 def setup_logging(out: Path) -> logging.Handler:
     handler = logging.FileHandler(out / "batkube.log", mode="w")
     handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
@@ -185,17 +181,21 @@ def setup_logging(out: Path) -> logging.Handler:
     return handler
 
 
-def stop_process(proc: subprocess.Popen, grace: float = 5.0, group: bool = False) -> None:
-    """SIGTERM, then SIGKILL after `grace` s; `group` for a child started in a session of its own."""
+def stop_process(
+    proc: subprocess.Popen, grace: float = 5.0, group: bool = False, wait: Callable | None = None
+) -> None:
+    """SIGTERM, then SIGKILL after `grace` s; `group` for a child started in a session of its own;
+    `wait` reaps it instead of Popen.wait (ChildUsage.wait keeps the child's resource usage)."""
+    wait = wait or proc.wait
     if not group and proc.poll() is not None:
         return  # (a group may outlive its leader)
     send = (lambda sig: os.killpg(proc.pid, sig)) if group else proc.send_signal
     try:
         send(signal.SIGTERM)
-        proc.wait(timeout=grace)
+        wait(timeout=grace)
     except subprocess.TimeoutExpired:
         send(signal.SIGKILL)
-        proc.wait()
+        wait()
     except ProcessLookupError:
         pass
 
@@ -266,10 +266,13 @@ def run(
     """Run one simulation; returns the summary (also written to summary.json). Raises RunError.
 
     The caller owns the directory (rundir.claimed: the CLI); `checked` is preflight's result if done."""
+    adapter_usage = AdapterUsage()
     checked = checked or preflight(cfg)
     total, startup, batsim = checked.total, checked.startup, checked.batsim
     record = cfg.out / "decisions.jsonl" if cfg.record_decisions else None
-    backend_factory = backend_factory or embedded_factory(cfg.seed, record, cfg.scheduler_config)
+    backend_factory = backend_factory or embedded_factory(
+        cfg.seed, record, cfg.scheduler_config, cfg.kube_version
+    )
     try:
         cfg.out.mkdir(parents=True, exist_ok=True)
         handler = setup_logging(cfg.out)
@@ -281,7 +284,10 @@ def run(
     except RunError:
         outputs.close()
         raise
-    process = DecisionProcess(backend_factory, outputs, startup, platform_labels(cfg.platform))
+    process = DecisionProcess(
+        backend_factory, outputs, startup, NoRequest(cfg.no_request),  # type: ignore[arg-type]
+        host_labels=platform_labels(cfg.platform),
+    )
     endpoint = Endpoint()
     cmd = batsim_command(batsim, cfg, endpoint.address, cfg.out / "out")
     (cfg.out / "batsim_cmdline.txt").write_text(" ".join(cmd) + "\n")
@@ -299,21 +305,22 @@ def run(
             if transcript is not None:
                 transcript.close()
             raise RunError(f"cannot start Batsim ({batsim[0]}): {exc.strerror}") from None
+        batsim_usage = ChildUsage(proc)
         bar, update = _progress(cfg.progress, total)
         try:
             with bar:
                 endpoint.serve(
-                    process, peer_alive=lambda: proc.poll() is None, on_reply=update,
+                    process, peer_alive=batsim_usage.alive, on_reply=update,
                     idle_timeout=cfg.idle_timeout, connect_timeout=cfg.connect_timeout,
                     transcript=transcript.record if transcript is not None else None,
                 )  # fmt: skip
-            rc = proc.wait(timeout=120)
+            rc = batsim_usage.wait(timeout=120)
             if rc != 0:
                 error = (
                     f"Batsim exited with code {rc} after the simulation ended (see {cfg.out}/batsim.stderr)"
                 )
         except PeerGone as exc:
-            rc = proc.poll()
+            rc = batsim_usage.poll()
             error = f"{exc} (exit code {rc}; see {cfg.out}/batsim.stderr)"
         except (ProtocolError, ReplyRuleError) as exc:
             error = f"adapter stopped: {exc}"
@@ -327,7 +334,8 @@ def run(
             log.exception("adapter error")
             error = f"adapter error: {type(exc).__name__}: {exc} (see {cfg.out}/batkube.log)"
         finally:
-            stop_process(proc, group=True)
+            batsim_usage.poll()
+            stop_process(proc, group=True, wait=batsim_usage.wait)
             endpoint.close()
             outputs.close()
             if transcript is not None:
@@ -343,7 +351,8 @@ def run(
         seed=cfg.seed,
         batsim_exit_code=proc.returncode,
         messages=endpoint.messages,
-        **usage_figures(children=True),
+        **adapter_usage.figures(),
+        **batsim_usage.figures(),
         batkube_version=__version__,
         platform=str(cfg.platform),
         workload=str(cfg.workload),
@@ -360,10 +369,12 @@ def serve(
     endpoint_address: str, out: Path | None, seed: int, idle_timeout: float | None,
     backend_factory: BackendFactory | None = None, *, record_decisions: bool = False,
     startup_latency: str | None = None, scheduler_config: Path | None = None,
-    transcript_path: Path | None = None,
+    transcript_path: Path | None = None, no_request: str = "exclusive",
+    kube_version: KubeVersion = DEFAULT_KUBE_VERSION,
 ) -> dict[str, Any]:  # fmt: skip
     """The adapter alone, for users who launch Batsim themselves; `idle_timeout` bounds both the wait
     for Batsim's first message and its silences. The endpoint is bound before `out` is written."""
+    adapter_usage = AdapterUsage()
     startup = _latency(startup_latency, seed)
     if idle_timeout is not None and not 0 < idle_timeout < float("inf"):
         raise RunError(f"--idle-timeout must be a positive number of seconds, got {idle_timeout}")
@@ -384,8 +395,8 @@ def serve(
             outputs.close()
         raise
     record = out / "decisions.jsonl" if out is not None and record_decisions else None
-    factory = backend_factory or embedded_factory(seed, record, scheduler_config)
-    process = DecisionProcess(factory, outputs, startup)
+    factory = backend_factory or embedded_factory(seed, record, scheduler_config, kube_version)
+    process = DecisionProcess(factory, outputs, startup, NoRequest(no_request))  # type: ignore[arg-type]
     print(f"batkube-py listening on {endpoint.address} (start Batsim with -s {endpoint.address})",
           file=sys.stderr, flush=True)  # fmt: skip
     start = time.perf_counter()
@@ -412,10 +423,8 @@ def serve(
             process.backend.close()
     summary = process.summary()
     summary.update(
-        error=error or process.fatal,
-        wall_seconds=round(time.perf_counter() - start, 3),
-        seed=seed,
-        **usage_figures(children=False),
+        error=error or process.fatal, wall_seconds=round(time.perf_counter() - start, 3), seed=seed,
+        **adapter_usage.figures(),
     )
     if outputs is not None:
         outputs.summary(summary)

@@ -70,6 +70,9 @@ class ClusterView(Protocol):
     def excused_backoff(self) -> int:
         """Pods left in wall-clock backoff because retrying them now could change nothing."""
 
+    def owed(self) -> int:
+        """Pending pods of schedulers without /metrics that fit some node's free room now."""
+
     def disrupted(self, clear: bool = False) -> bool:
         """True after an API or watch outage: the scheduler's informers relisted, event counts are off."""
 
@@ -206,6 +209,7 @@ class SettlePolicy:
         self.base_queued = 0.0
         self._idle_since: float | None = None
         self._idle_attempts = -1.0
+        self._owed_warned = -1.0
 
     def baseline(self) -> None:
         """Counters are cumulative over the scheduler's life; fences count from here."""
@@ -265,7 +269,8 @@ class SettlePolicy:
                     life, attempts = now, m.attempts
                 other_ok = view.unbound(False) == 0 or (
                     view.unmarked(False) == 0 and view.last_event_age() >= self.opts.quiet
-                )
+                    and not self._owed(view, now, t0)
+                )  # fmt: skip
                 if kube_ok and other_ok:
                     if settled_at is None:
                         settled_at = now
@@ -284,6 +289,18 @@ class SettlePolicy:
                 pause = self.MIN_PAUSE if view.last_event_age() < age else min(pause * 2, self.MAX_PAUSE)
         finally:
             self.wall += time.monotonic() - t0
+
+    def _owed(self, view: ClusterView, now: float, t0: float) -> bool:
+        """A pending pod that fits free room is owed an answer: its mark may predate the delete that made
+        the room, and a scheduler busy with its backlog makes no pod event (tests/
+        test_apiserver_custom_scheduler.py). Bounded: a scheduler may leave such a pod pending."""
+        if now - t0 < self.opts.crash_timeout / 2:
+            return view.owed() > 0
+        if self._owed_warned != t0 and (n := view.owed()):
+            self._owed_warned = t0
+            log.warning("settle: %d pending pod(s) fit free room but were not bound within %.0f s; going on",
+                        n, now - t0)  # fmt: skip
+        return False
 
     def _kube_settled(self, view: ClusterView) -> tuple[bool, Metrics | None]:
         """Nothing active, in flight, backing off or binding, and every pending pod back in a queue."""

@@ -67,6 +67,20 @@ def load(path: Path) -> list[bytes]:
     return lines
 
 
+def where(got: bytes, recorded: bytes, context: int = 60) -> str:
+    """Where two messages part: the byte offset and a window around it in both, so that the difference
+    shows however long the common beginning (SIMULATION_BEGINS holds the whole platform)."""
+    at = next((k for k, (a, b) in enumerate(zip(got, recorded, strict=False)) if a != b), None)
+    at = min(len(got), len(recorded)) if at is None else at
+    lo = max(0, at - context)
+
+    def window(text: bytes) -> str:
+        more = "…" if at + context < len(text) else ""
+        return ("…" if lo else "") + repr(text[lo : at + context])[2:-1] + more
+
+    return f"at byte {at}:\n  got      {window(got)}\n  recorded {window(recorded)}"
+
+
 def replay(lines: list[bytes], endpoint: str, idle_timeout: float = 600.0) -> int:
     """Serves Batsim (REQ) on `endpoint` (bound, REP) with the recorded replies; returns the count."""
     ctx = zmq.Context()
@@ -82,10 +96,9 @@ def replay(lines: list[bytes], endpoint: str, idle_timeout: float = 600.0) -> in
             except zmq.Again:
                 why = f"no message {i // 2 + 1} from Batsim within {idle_timeout:g} s"
                 raise TranscriptError(why) from None
-            if one_line(message) != lines[i]:
+            if (got := one_line(message)) != lines[i]:
                 raise TranscriptError(
-                    f"message {i // 2 + 1} from Batsim differs from the recorded one: got "
-                    f"{message[:160]!r}, recorded {lines[i][:160]!r}"
+                    f"message {i // 2 + 1} from Batsim differs from the recorded one {where(got, lines[i])}"
                 )
             send(lines[i + 1])
     except zmq.ZMQError as exc:

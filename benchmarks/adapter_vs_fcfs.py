@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import os
 import statistics
 import subprocess
 import sys
@@ -21,6 +20,8 @@ import time
 from pathlib import Path
 
 from _runs import BENCH, ROOT, compile_package, free_endpoint
+
+from batkube_py.usage import ChildUsage
 
 KERNELS = "batkube_py.scheduler._kernels"
 
@@ -42,12 +43,14 @@ def one_run(
              "--enable-compute-sharing", "-q"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
-        _, sim_status, sim_usage = os.wait4(sim.pid, 0)
-        _, status, usage = os.wait4(dp.pid, 0)
+        sim_usage, dp_usage = ChildUsage(sim), ChildUsage(dp)  # each process's own (batkube_py.usage)
+        rc = sim_usage.wait()
+        dp_usage.wait()
         wall = time.perf_counter() - start
+    sim_fig, dp_fig = sim_usage.figures("x"), dp_usage.figures("x")
     return (
-        wall, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(sim_status),
-        usage.ru_utime + usage.ru_stime, sim_usage.ru_utime + sim_usage.ru_stime,
+        wall, dp_fig["x_peak_rss_mib"] or float("nan"), rc,
+        dp_fig["x_cpu_seconds"] or float("nan"), sim_fig["x_cpu_seconds"] or float("nan"),
     )  # fmt: skip
 
 

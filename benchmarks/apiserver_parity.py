@@ -62,7 +62,7 @@ def main() -> None:
         lines = []
         try:
             for name, platform, wl in cases:
-                emb, erows = run(tmpd / f"e-{len(lines)}", platform, wl)
+                emb, erows = run(tmpd / f"e-{len(lines)}", platform, wl, "--kube-version", "1.32")
                 real, rrows = run(
                     tmpd / f"r-{len(lines)}",
                     platform,

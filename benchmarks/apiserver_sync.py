@@ -49,7 +49,7 @@ def main() -> None:
         real = ("--backend", "apiserver", "--controlplane-dir", str(cp.dir))
         try:
             for k, (name, platform, workload) in enumerate(CASES):
-                twin = batkube_run(t / f"twin{k}", platform, workload)
+                twin = batkube_run(t / f"twin{k}", platform, workload, "--kube-version", "1.32")
                 rows.append(
                     (name, "paced (default)", batkube_run(t / f"paced{k}", platform, workload, *real), twin)
                 )

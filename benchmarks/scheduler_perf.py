@@ -14,7 +14,7 @@ workload (4,000 low-priority init pods, 1,000 high-priority preemptors) runs ins
 injects one high-priority preemptor per 100 measured pods (upstream: 5/s against ~600 pods/s); the
 victims are deleted as Batsim's kill reports would delete them, and only the default pods are counted.
 
-    python benchmarks/scheduler_perf.py [--only NAME[,NAME]] [--scale 0.1]
+    python benchmarks/scheduler_perf.py [--only NAME[,NAME]] [--scale 0.1] [--kube-version 1.32]
 """
 
 from __future__ import annotations
@@ -149,11 +149,21 @@ class Driver:
             self.now = max(self.now, wake)
 
 
-def run(shape: Shape, scale: float) -> tuple[int, float, float]:
-    """(measured pods, wall seconds, CPU seconds) for the measured phase."""
+def run(shape: Shape, scale: float, version: str | None = None) -> tuple[int, float, float]:
+    """(measured pods, wall seconds, CPU seconds) for the measured phase; `version`: the twin's
+    kube-scheduler release (None: the default)."""
     init, measure = max(1, int(shape.init * scale)), max(1, int(shape.measure * scale))
     nodes = max(1, int(shape.nodes * scale)) if scale < 1 else shape.nodes
-    driver = Driver(EmbeddedCluster(make_nodes(nodes, shape.zones), seed=0))
+    kw = {}
+    if version is not None:
+        from batkube_py.scheduler.backoffq import QueueConfig
+        from batkube_py.scheduler.config import build_profiles, default_config
+
+        kw = {
+            "profiles": build_profiles(default_config(version), 0),
+            "queue_config": QueueConfig(kube_version=version),
+        }
+    driver = Driver(EmbeddedCluster(make_nodes(nodes, shape.zones), seed=0, **kw))
     init_pods = make_pods("init-", init, shape.measure_pod if shape.init_pod is None else shape.init_pod)
     driver.submit(init_pods)
     driver.run_until({p.metadata.name for p in init_pods})
@@ -178,15 +188,20 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", default="", help="comma-separated name prefixes (e.g. SchedulingBasic)")
     ap.add_argument("--scale", type=float, default=1.0, help="scale nodes and pod counts (a quick look)")
+    ap.add_argument("--kube-version", choices=["1.32", "1.37"], default=None,
+                    help="the kube-scheduler release the twin follows (default: its default)")  # fmt: skip
     args = ap.parse_args()
     only = [s for s in args.only.split(",") if s]
     loops = "compiled loops" if noderesources._kernels is not None else "numpy loops (no compiled kernels)"
-    print(f"embedded twin, {loops}; scale {args.scale:g}", flush=True)
+    from batkube_py.scheduler.versions import DEFAULT_KUBE_VERSION
+
+    version = args.kube_version or DEFAULT_KUBE_VERSION
+    print(f"embedded twin (kube-scheduler {version}), {loops}; scale {args.scale:g}", flush=True)
     print(f"{'workload':55s} {'pods':>6s} {'pods/s':>9s} {'cpu pods/s':>11s} {'upstream':>9s} {'x':>6s}")
     for shape in SHAPES:
         if only and not any(shape.name.startswith(o) for o in only):
             continue
-        n, wall, cpu = run(shape, args.scale)
+        n, wall, cpu = run(shape, args.scale, args.kube_version)
         rate = n / wall
         ref = f"{shape.threshold:>9d}" if shape.threshold else f"{'-':>9s}"
         times = f"{rate / shape.threshold:>5.1f}x" if shape.threshold else f"{'-':>6s}"

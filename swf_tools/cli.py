@@ -154,7 +154,16 @@ def info(trace: Path, strict: bool, max_procs: int | None, as_json: bool) -> Non
 @_user_errors
 def extract(trace: Path, period: float, utilisation: float, variation: float, seed: int | None, index: int,
             merge: str, rebase: bool, max_procs: int | None, strict: bool, out: Path) -> None:
-    """Write one period of TRACE whose mean utilisation is within --variation of --utilization."""
+    """Write one period of TRACE whose mean utilisation is within --variation of --utilization.
+
+    TRACE is a Standard Workload Format log from the Parallel Workloads Archive, e.g. the NASA iPSC/860 log
+    that the `scale` experiment reads. Example, a 10-hour window at 80 % utilisation:
+
+    \b
+      curl -O https://www.cs.huji.ac.il/labs/parallel/workload/l_nasa_ipsc/NASA-iPSC-1993-3.1-cln.swf.gz
+      gunzip NASA-iPSC-1993-3.1-cln.swf.gz
+      swf-tools extract NASA-iPSC-1993-3.1-cln.swf --period 10h --utilization 0.8 -o nasa-10h-80.swf
+    """
     if period <= 0:
         raise click.BadParameter("must be > 0", param_hint="--period")
     parsed = _load(trace, strict)

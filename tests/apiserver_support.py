@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from shared_support import need
 
 from batkube_py.cli import main
 from batkube_py.controlplane import build
@@ -57,6 +58,7 @@ def start(tmp: Path, scheduler_config: Path | None = None) -> ControlPlane:
 
 
 def run_cli(out: Path, workload: Path, *extra: str, platform: Path = GRAPHENE) -> tuple[int, str, dict]:
+    need(platform, workload)
     args = [
         "run",
         "-p",

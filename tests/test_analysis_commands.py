@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 from matplotlib.testing.compare import compare_images
 from PIL import Image
+from shared_support import need, requires_shared
 
 from batkube_py.analysis.commands import analyze, compare
 from batkube_py.analysis.figures import node_gantt_figure
@@ -21,7 +22,7 @@ SHARED = ROOT.parent / "shared"
 FIXTURES = ROOT / "tests" / "fixtures" / "analysis"
 TINY = FIXTURES / "tiny_run"
 REF = SHARED / "reference"
-needs_shared = pytest.mark.skipif(not REF.exists(), reason="../shared not available")
+needs_shared = requires_shared("reference")
 
 
 def _invoke(cmd, args: list[str]):
@@ -55,7 +56,7 @@ def test_node_gantt_comparison_detects_missing_over_allocation(tmp_path: Path) -
     """The tolerance is tight enough to notice the red band disappearing."""
     import matplotlib.pyplot as plt
 
-    from batkube_py.analysis.gantt import plot_node_gantt
+    from batkube_py.analysis.node_gantt import plot_node_gantt
 
     run = load_run(TINY)
     fig, ax = plt.subplots(figsize=(4.0, 2.5))
@@ -93,6 +94,7 @@ def test_analyze_directory_without_jobs(tmp_path: Path) -> None:
 @needs_shared
 def test_analyze_plain_batsim_run_with_platform(tmp_path: Path) -> None:
     case = SHARED / "batsim" / "transcripts" / "e_host_properties"
+    need(case)
     result = _invoke(
         analyze,
         [

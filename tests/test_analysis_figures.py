@@ -20,8 +20,9 @@ from batkube_py.analysis.figures import (
     waiting_figure,
     waiting_histogram,
 )
-from batkube_py.analysis.gantt import job_lanes, plot_node_gantt, resource_rows
+from batkube_py.analysis.gantt import job_lanes, resource_rows
 from batkube_py.analysis.loading import Run, load_run
+from batkube_py.analysis.node_gantt import plot_node_gantt
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "tests" / "fixtures" / "analysis" / "tiny_run"

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from shared_support import requires_shared, shared_cases
 
 from batkube_py.analysis import metrics as m
 from batkube_py.analysis.loading import AnalysisError, load_run, read_jobs
@@ -19,12 +20,12 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 TINY = ROOT / "tests" / "fixtures" / "analysis" / "tiny_run"
 TRANSCRIPTS = SHARED / "batsim" / "transcripts"
-needs_shared = pytest.mark.skipif(not TRANSCRIPTS.exists(), reason="../shared not available")
+needs_shared = requires_shared("batsim", "transcripts")
 
 
 def _batsim_out_dirs() -> list[Path]:
     if not TRANSCRIPTS.exists():
-        return []
+        return shared_cases(("batsim", "transcripts"))
     return sorted(
         p
         for p in TRANSCRIPTS.glob("*/out")

@@ -68,7 +68,7 @@ def test_kube_scheduler_gives_the_twins_figures(controlplane, tmp_path: Path, pl
     code, output, real = run_cli(tmp_path / "real", wl, "--controlplane-dir", cp, platform=platform)
     assert code == 0, output
     args = ["run", "-p", str(platform), "-w", str(WORKLOADS / name), "-o", str(tmp_path / "twin"),
-            "--batsim", str(DOUBLE), "--no-progress"]  # fmt: skip
+            "--batsim", str(DOUBLE), "--no-progress", "--kube-version", "1.32"]  # fmt: skip
     assert CliRunner().invoke(main, args, catch_exceptions=False).exit_code == 0
     twin = json.loads((tmp_path / "twin" / "summary.json").read_text())
     assert (real["makespan"], real["mean_waiting_time"]) == (twin["makespan"], twin["mean_waiting_time"])
@@ -83,12 +83,16 @@ def test_settle_policy_on_spaced(controlplane, tmp_path: Path):
     assert code == 0, output
     assert (s["makespan"], round(s["mean_waiting_time"], 4)) == IDEAL["spaced_200_delay170.json"]
     assert s["over_allocations"] == 0 and s["jobs_succeeded"] == 200
-    # backoff expedite recreates only pods whose retry can change something: about one pod per
-    # completion, not every pending pod (1,089 on spaced before)
+    # backoff expedite recreates only pods whose retry can change something (they fit a node's free
+    # room): each of the 200 completions frees one one-core node, so about one pod per completion, not
+    # every pending pod at every completion (1,089 on spaced before). Not an exact count: on a loaded
+    # machine kube-scheduler may try a recreated pod before its cache holds the delete that made the
+    # room, and the pod is then recreated once more (203 was seen), so the bound is linear in the
+    # completions with room for such retries, which the quadratic behaviour exceeds whatever the load.
     log = (tmp_path / "run" / "batkube.log").read_text().splitlines()
     line = next(x for x in log if "backoff expedite" in x)
     recreated, skipped = (int(w) for w in re.findall(r"(\d+) (?:pods recreated|retries)", line))
-    assert recreated <= 200 and skipped > recreated, line
+    assert recreated <= 2 * s["jobs_succeeded"] and skipped > recreated, line
 
 
 def test_private_controlplane_and_cleanup(tmp_path: Path):

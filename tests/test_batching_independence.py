@@ -12,6 +12,7 @@ import random
 from pathlib import Path
 
 import pytest
+from shared_support import need
 
 from batkube_py.batsim_double import BatsimDouble
 from batkube_py.batsim_double.batching import RandomBatching
@@ -49,12 +50,6 @@ def check(platform: Path, workload: Path) -> RandomBatching:
         total.holds += batching.holds
         total.shuffles += batching.shuffles
     return total
-
-
-def need(*paths: Path) -> None:
-    missing = [p for p in paths if not p.exists()]
-    if missing:
-        pytest.skip(f"reference input missing: {missing[0]} (the project's ../shared folder)")
 
 
 def test_thesis_burst_on_graphene_is_split_merged_and_reordered_without_effect():

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from shared_support import shared
 
 from batkube_py.batsim_double.argv import parse
 from batkube_py.batsim_double.cli import REFUSED_EXIT, build, main, read_sched_config
@@ -27,6 +28,11 @@ from batkube_py.run import DOUBLE, RunConfig, run
 CASE = Path(__file__).resolve().parents[2] / "shared" / "batsim" / "transcripts" / "a_4hosts_6delays"
 PLATFORM = str(CASE / "platform.xml")
 WORKLOAD = str(CASE / "workload.json")
+
+
+@pytest.fixture(autouse=True)
+def _needs_shared() -> None:
+    shared("batsim", "transcripts", "a_4hosts_6delays")
 
 
 @pytest.fixture(autouse=True)

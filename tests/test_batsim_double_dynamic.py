@@ -13,11 +13,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from shared_support import shared
 
 from batkube_py.batsim_double import BatsimDouble
 
 PLATFORM = Path(__file__).resolve().parents[2] / "shared" / "batsim" / "transcripts" / "a_4hosts_6delays"
 PLATFORM_XML = str(PLATFORM / "platform.xml")
+
+
+@pytest.fixture(autouse=True)
+def _needs_shared() -> None:
+    shared("batsim", "transcripts", "a_4hosts_6delays")
+
+
 WORKLOAD = {
     "nb_res": 4,
     "jobs": [{"id": "5", "subtime": 0, "res": 1, "walltime": 100, "profile": "d10"}],

@@ -12,10 +12,16 @@ import sys
 from pathlib import Path
 
 import pytest
+from shared_support import need, shared
 
 TESTS = Path(__file__).resolve().parent
 SHARED = TESTS.parent.parent / "shared"
 REF = SHARED / "reference"
+
+
+@pytest.fixture(autouse=True)
+def _needs_shared() -> None:
+    shared("bench", "fcfs_baseline.py")
 BATSIM = TESTS / "batsim_double" / "batsim"
 
 
@@ -46,6 +52,7 @@ def run_pair(platform: Path, workload: Path, out_dir: Path, timeout: float = 120
 @pytest.mark.parametrize(("workload", "makespan", "mean_wait"),
                          [("200_delay170.json", 2210.0, 979.2), ("spaced_200_delay170.json", 2280.0, 57.6)])
 def test_fcfs_on_graphene(workload: str, makespan: float, mean_wait: float, tmp_path: Path) -> None:
+    need(REF / "platforms" / "platform_graphene_16nodes.xml", REF / "workloads" / workload)
     sched = run_pair(REF / "platforms" / "platform_graphene_16nodes.xml", REF / "workloads" / workload,
                      tmp_path)
     assert float(sched["makespan"]) == pytest.approx(makespan, abs=1.0)
@@ -55,6 +62,7 @@ def test_fcfs_on_graphene(workload: str, makespan: float, mean_wait: float, tmp_
 
 def test_python_m_entry_point(tmp_path: Path) -> None:
     case = SHARED / "batsim" / "transcripts" / "a_4hosts_6delays"
+    need(case)
     port = _free_port()
     endpoint = f"tcp://127.0.0.1:{port}"
     dp = subprocess.Popen([sys.executable, str(SHARED / "bench" / "fcfs_baseline.py"), "--no-log",

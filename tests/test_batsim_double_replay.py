@@ -14,11 +14,17 @@ import json
 from pathlib import Path
 
 import pytest
+from shared_support import shared
 
 from batkube_py.batsim_double import BatsimDouble
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 TR = SHARED / "batsim" / "transcripts"
+
+
+@pytest.fixture(autouse=True)
+def _needs_shared() -> None:
+    shared("batsim", "transcripts")
 
 CASES = {
     # name: (directory, compute_sharing, forward_profiles)
@@ -105,6 +111,8 @@ def _same(got: str, ref: str) -> None:
 
 
 def check_outputs(double: BatsimDouble, case_dir: Path, tmp_path: Path) -> None:
+    states = case_dir / "out" / "out_machine_states.csv"  # byte for byte (machine_states.py)
+    assert (tmp_path / "out_machine_states.csv").read_bytes() == states.read_bytes()
     ref_jobs = _csv_rows(case_dir / "out" / "out_jobs.csv")
     my_jobs = _csv_rows(tmp_path / "out_jobs.csv")
     assert len(my_jobs) == len(ref_jobs)

@@ -12,11 +12,19 @@ import json
 from pathlib import Path
 
 import pytest
+from shared_support import shared, shared_cases
 
 from batkube_py.batsim_double import BatsimDouble
 
 TR = Path(__file__).resolve().parents[2] / "shared" / "batsim" / "transcripts-batkube"
-CASES = sorted(p.name for p in TR.iterdir() if p.is_dir()) if TR.is_dir() else []
+CASES = shared_cases(
+    ("batsim", "transcripts-batkube"), lambda: sorted(p.name for p in TR.iterdir() if p.is_dir())
+)
+
+
+@pytest.fixture(autouse=True)
+def _needs_shared() -> None:
+    shared("batsim", "transcripts-batkube")
 
 
 def _normalise(msg: dict) -> dict:
@@ -51,3 +59,5 @@ def test_replay(name: str, tmp_path: Path) -> None:
     assert text is None
     assert double.exit_code == int((case / "batsim_exit_code.txt").read_text().split()[0])
     assert (tmp_path / "out_jobs.csv").read_text() == (case / "out" / "out_jobs.csv").read_text()
+    states = tmp_path / "out_machine_states.csv"
+    assert states.read_bytes() == (case / "out" / "out_machine_states.csv").read_bytes()

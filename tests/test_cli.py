@@ -74,3 +74,34 @@ def test_platform_and_workload_refuse_nonsense_and_say_what_they_wrote(tmp_path:
     assert result.exit_code == 0 and len(json.loads(wl.read_text())["jobs"]) == 4
     assert f"wrote {wl}: 4 spaced job(s) of 170 s, submitted from 0 to 30 s" in result.output
     assert "--output" not in runner.invoke(main, ["workload", "-h"]).output
+
+
+def test_swf_extract_help_names_a_trace_one_can_fetch():
+    from batkube_py import datasets
+    from swf_tools.cli import main as swf_main
+
+    out = CliRunner().invoke(swf_main, ["extract", "--help"], terminal_width=200).output
+    nasa = datasets.DATASETS["NASA-iPSC-1993-3.1-cln.swf"]
+    assert nasa.url in out and "swf-tools extract NASA-iPSC-1993-3.1-cln.swf --period 10h" in out
+
+
+def test_the_dask_executor_without_its_extra_names_the_extra(monkeypatch):
+    import importlib.util
+
+    from batkube_py.experiments import executors
+
+    real = importlib.util.find_spec
+    hide = lambda name, *args: None if name == "distributed" else real(name, *args)  # noqa: E731
+    monkeypatch.setattr(importlib.util, "find_spec", hide)
+    with pytest.raises(executors.ExecutorUnavailable, match=r"pip install 'batkube-py\[distributed\]'"):
+        executors.make_executor("dask", 2)
+    assert isinstance(executors.make_executor("local", 2), executors.LocalPool)
+
+
+def test_figures_are_printed_in_fixed_notation():
+    from batkube_py.cliutil import fixed
+
+    # the NASA trace's makespan printed as 7.94902e+06
+    assert [fixed(x) for x in (7949020.5512, 2210.414, 981.044376, 2.5e-5, 3)] == [
+        "7949021", "2210.41", "981.044", "0.000025", "3"
+    ]  # fmt: skip

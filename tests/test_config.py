@@ -28,7 +28,8 @@ def names(profile):
 
 
 def test_defaults_match_upstream():
-    c = default_config()
+    """1.32's defaults (1.37's: test_kube137.py)."""
+    c = default_config("1.32")
     assert (c.percentage_of_nodes_to_score, c.pod_initial_backoff, c.pod_max_backoff, c.parallelism) == (
         0,
         1.0,

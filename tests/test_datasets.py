@@ -8,13 +8,14 @@ import shutil
 from pathlib import Path
 
 import pytest
+from shared_support import requires_shared
 
 from batkube_py import datasets
 from swf_tools.stats import mean_utilisation, utilisation_jobs
 from swf_tools.swf import parse_swf
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
-needs_shared = pytest.mark.skipif(not (SHARED / "traces").is_dir(), reason="../shared not available")
+needs_shared = requires_shared("traces")
 
 
 @pytest.fixture(autouse=True)
@@ -115,3 +116,19 @@ def test_experiment_files_name_public_inputs_and_a_missing_one_names_the_field(m
     monkeypatch.setenv("BATKUBE_OFFLINE", "1")
     with pytest.raises(spec.SpecError, match=r"cases\.0\.platform: NASA-iPSC-1993-3.1-cln.swf: BATKUBE_OFF"):
         spec.load(f)
+
+
+@requires_shared("reference", "platforms", "platform_graphene_16nodes.xml")
+def test_var_shared_is_where_an_experiment_finds_its_inputs_offline(monkeypatch, tmp_path: Path) -> None:
+    """`--var shared=PATH` (as the files' comments and --help say) also serves ${data:NAME}; without it
+    nor BATKUBE_DATA_DIR, the error names both."""
+    from batkube_py.experiments import spec
+
+    monkeypatch.delenv("BATKUBE_DATA_DIR", raising=False)
+    monkeypatch.setenv("BATKUBE_OFFLINE", "1")
+    monkeypatch.setenv("BATKUBE_CACHE", str(tmp_path / "cache"))
+    burst = spec.locate("burst")
+    exp = spec.load(burst, {"shared": str(SHARED)})
+    assert exp.cases[0].platform == str(SHARED / "reference" / "platforms" / "platform_graphene_16nodes.xml")
+    with pytest.raises(spec.SpecError, match="BATKUBE_DATA_DIR is not set.*--var shared=PATH"):
+        spec.load(burst)

@@ -7,6 +7,7 @@ from batkube_py.cluster.embedded import EmbeddedCluster
 from batkube_py.decision import DecisionProcess
 from batkube_py.outputs import RunOutputs
 from batkube_py.protocol.codec import ProtocolError
+from batkube_py.run import embedded_factory
 
 PROFILES = {
     "p": {"type": "delay", "delay": 10, "cpu": "1"},
@@ -14,9 +15,11 @@ PROFILES = {
 }
 
 
-def dp(tmp_path=None, seed=0):
+def dp(tmp_path=None, seed=0, kube_version=None):
     outputs = RunOutputs(tmp_path) if tmp_path else None
-    return DecisionProcess(lambda nodes: EmbeddedCluster(nodes, seed=seed), outputs)
+    if kube_version is None:
+        return DecisionProcess(lambda nodes: EmbeddedCluster(nodes, seed=seed), outputs)
+    return DecisionProcess(embedded_factory(seed, kube_version=kube_version), outputs)
 
 
 def start(p, hosts=2, **kw):
@@ -172,14 +175,17 @@ def test_malformed_messages_give_clear_errors(raw, needle):
 
 
 def test_same_seed_same_decisions_and_seed_matters_for_ties():
-    def placements(seed):
-        p = dp(seed=seed)
+    """1.32 draws ties from the seeded generator; 1.37 takes the heap root: the seed plays no part."""
+
+    def placements(seed, version):
+        p = dp(seed=seed, kube_version=version)
         p.handle(message(0.0, begins([host(i, core="4") for i in range(8)], PROFILES)))
         out = decided(p, message(0.0, *[submitted(0.0, f"w0!{i}") for i in range(16)]))
         return [e[1]["alloc"] for e in out]
 
-    assert placements(0) == placements(0)
-    assert len({tuple(placements(s)) for s in range(5)}) > 1
+    assert placements(0, "1.32") == placements(0, "1.32")
+    assert len({tuple(placements(s, "1.32")) for s in range(5)}) > 1
+    assert len({tuple(placements(s, "1.37")) for s in range(5)}) == 1
 
 
 def test_pods_csv_holds_requests_as_numbers(tmp_path):

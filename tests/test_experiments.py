@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from shared_support import shared
 
 from batkube_py.cli import main
 from batkube_py.experiments import spec
@@ -23,6 +24,7 @@ def run(*args: str) -> tuple[int, str]:
 
 
 def embedded(name: str, out: Path, *extra: str) -> tuple[int, str]:
+    shared("reference")  # the thesis's platforms and reference runs (BATKUBE_DATA_DIR, conftest.py)
     return run(str(EXPERIMENTS / f"{name}.yaml"), "--out", str(out), "--batsim", DOUBLE, "--repetitions", "1",
                "--variant", "embedded", "--variant", "embedded-k3s", "-j", "2", *extra)  # fmt: skip
 
@@ -57,7 +59,7 @@ def test_kit_regenerated_from_swf(tmp_path: Path) -> None:
     assert code == 0, output
     assert "32556.2 / 2884.3" in output  # the one emulated KIT run
     made = json.loads((tmp_path / "inputs/KIT_10h_80.json").read_text())
-    ref = json.loads((ROOT.parent / "shared/reference/workloads/KIT_10h_80.json").read_text())
+    ref = json.loads(shared("reference", "workloads", "KIT_10h_80.json").read_text())
 
     def jobs(doc: dict) -> list[tuple]:
         p = doc["profiles"]
@@ -68,6 +70,7 @@ def test_kit_regenerated_from_swf(tmp_path: Path) -> None:
 
 
 def test_dask_local_cluster(tmp_path: Path) -> None:
+    shared("reference")
     burst = str(EXPERIMENTS / "burst.yaml")
     code, output = run(burst, "--out", str(tmp_path), "--batsim", DOUBLE, "--repetitions", "2",
                        "--variant", "embedded", "--executor", "dask", "-j", "2")  # fmt: skip
@@ -99,6 +102,7 @@ def test_missing_input_and_unknown_variant(tmp_path: Path) -> None:
     )
     code, output = run(str(f), "--out", str(tmp_path / "o"))
     assert code != 0 and "cases.c.platform" in output and "nowhere.xml does not exist" in output
+    shared("reference")
     code, output = run(str(EXPERIMENTS / "burst.yaml"), "--out", str(tmp_path / "o"), "--variant", "nope")
     assert code != 0 and "unknown variant(s) nope" in output
 
@@ -106,6 +110,7 @@ def test_missing_input_and_unknown_variant(tmp_path: Path) -> None:
 def test_apiserver_variants_need_the_control_plane(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from batkube_py.controlplane import build
 
+    shared("reference")
     monkeypatch.setattr(build, "find_binaries", lambda: None)
     code, output = run(str(EXPERIMENTS / "burst.yaml"), "--out", str(tmp_path), "--batsim", DOUBLE)
     assert code != 0

@@ -248,7 +248,6 @@ def test_simgrid_clusters_become_node_labels_and_a_group_stays_in_one(tmp_path):
     cfg = RunConfig(tmp_path / "p.xml", tmp_path / "w.json", tmp_path / "out", batsim=DOUBLE, progress=False)
     summary = run(cfg)
     assert summary["error"] is None and summary["jobs_succeeded"] == 2 and summary["jobs_rejected"] == 1
-    pods = {r["job_id"]: r for r in csv.DictReader((tmp_path / "out" / "pods.csv").open())}
     rack = {"node-0": "rack0", "node-1": "rack0", "node-2": "rack1", "node-3": "rack1"}
     a, b = ({rack[r["node"]] for r in _rows(tmp_path, j)} for j in ("w0!a", "w0!b"))
     assert len(a) == len(b) == 1 and a | b == {"rack0", "rack1"}

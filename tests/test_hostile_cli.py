@@ -323,8 +323,9 @@ def test_sigterm_stops_the_run_and_its_batsim_group(tmp_path):
             break
         time.sleep(0.05)
     proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=30)
+    out, err = proc.communicate(timeout=30)
     assert proc.returncode != 0 and "SIGTERM" in err and "Traceback" not in err
+    assert "makespan=" not in out + err and "did not finish" in err  # nothing that reads as a result
     child = int(pidfile.read_text())
     time.sleep(0.2)
     assert not Path(f"/proc/{child}").exists() or "Z" in Path(f"/proc/{child}/stat").read_text().split()[2]
@@ -472,3 +473,52 @@ def test_swf_extract_period_is_bounded(tmp_path, period):
     r = invoke(["extract", f, "--period", period, "--utilization", "0.5", "-o", tmp_path / "x.swf"], swf_main)
     assert r.exit_code != 0 and "Traceback" not in r.output
     assert r.exception is None or isinstance(r.exception, SystemExit), repr(r.exception)
+
+
+# ---- runs that fail say so ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", ["not xml at all\n", '<platform version="4.1"><zone id="z"'])
+def test_a_platform_that_is_not_xml_fails_the_run_without_a_result_line(tmp_path, text):
+    platform = tmp_path / "p.xml"
+    platform.write_text(text)
+    w = tmp_path / "w.json"
+    w.write_text(json.dumps(SMALL_WORKLOAD))
+    r = invoke(["run", "-p", platform, "-w", w, "-o", tmp_path / "o", "--batsim", "double", "--no-progress"])
+    clear_error(r, "Batsim exited before the simulation ended", "did not finish")
+    assert "makespan=" not in r.output
+    stderr = (tmp_path / "o" / "batsim.stderr").read_text()
+    assert "Traceback" not in stderr and f"Parse error at {platform}:1:" in stderr
+
+
+def test_the_double_aborts_in_one_line_like_batsim_when_the_export_directory_is_missing(tmp_path):
+    w = tmp_path / "w.json"
+    w.write_text(json.dumps(SMALL_WORKLOAD))
+    r = subprocess.run(
+        [sys.executable, "-m", "batkube_py.batsim_double", "-p", str(PLATFORM), "-w", str(w),
+         "-e", str(tmp_path / "nowhere" / "out"), "-s", f"ipc://{tmp_path}/s", "-q"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    # real Batsim 4.2.1: WriteBuffer's xbt_assert on the first output file it opens (export.cpp), SIGABRT
+    assert r.returncode == 134 and "Traceback" not in r.stderr
+    assert r.stderr.splitlines()[-1] == (
+        "[0.000000] ../src/export.cpp:122: [root/CRITICAL] Cannot write file "
+        f"'{tmp_path}/nowhere/out_schedule.trace'"
+    )
+
+
+def test_analyze_reads_what_a_stopped_run_kept(tmp_path):
+    """Batsim writes out_jobs.csv at its end, so a stopped run has it empty: the jobs that ended are in
+    pods.csv, which batkube-py writes as they end."""
+    w = tmp_path / "w.json"
+    jobs = [{"id": str(i), "subtime": i, "res": 1, "profile": "p"} for i in range(1, 6)]
+    w.write_text(json.dumps({**SMALL_WORKLOAD, "jobs": jobs}))
+    assert _run(tmp_path / "o", w).returncode == 0
+    (tmp_path / "o" / "out_jobs.csv").write_text("")  # as Batsim leaves it when stopped
+    (tmp_path / "o" / "out_schedule.csv").unlink()
+    r = invoke(["analyze", tmp_path / "o", "-o", tmp_path / "a", "--no-figures"])
+    assert r.exit_code == 0, r.output
+    assert "partial run: out_jobs.csv is empty" in r.output
+    assert json.loads((tmp_path / "a" / "metrics.json").read_text())["jobs_succeeded"] == 5
+    (tmp_path / "o" / "pods.csv").unlink()
+    clear_error(invoke(["analyze", tmp_path / "o"]), "out_jobs.csv is empty", "no pods.csv")

@@ -15,7 +15,7 @@ import threading
 import orjson
 import pytest
 import zmq
-from batsim_messages import begins, decided, ends, host, message, notify, reply_events, submitted
+from batsim_messages import begins, completed, decided, ends, host, message, notify, reply_events, submitted
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -391,7 +391,7 @@ def test_a_taken_port_is_refused_in_one_line():
         first.close()
 
 
-def _peer(address: str, msgs: list[bytes], replies: list):
+def _peer(address: str, msgs: list[bytes], replies: list, hold: threading.Event | None = None):
     ctx = zmq.Context.instance()
     s = ctx.socket(zmq.REQ)
     s.setsockopt(zmq.LINGER, 0)
@@ -399,6 +399,8 @@ def _peer(address: str, msgs: list[bytes], replies: list):
     for raw in msgs:
         s.send(raw)
         replies.append(s.recv())
+    if hold is not None:
+        hold.wait(10)
     s.close()
 
 
@@ -519,12 +521,82 @@ def test_no_batsim_within_the_connect_timeout_is_said(script):
 def test_silence_after_simulation_begins_is_bounded():
     ep = Endpoint()
     replies: list = []
-    t = threading.Thread(target=_peer, args=(ep.address, _batsim_script()[:1], replies))
+    hold = threading.Event()  # connected but silent: only the idle timeout can tell
+    t = threading.Thread(target=_peer, args=(ep.address, _batsim_script()[:1], replies, hold))
     t.start()
     try:
         with pytest.raises(PeerGone, match="no message from Batsim for 0.3 s"):
             ep.serve(DecisionProcess(lambda n: EmbeddedCluster(n)), idle_timeout=0.3, poll_seconds=0.05)
     finally:
+        hold.set()
         t.join(5)
         ep.close()
     assert len(replies) == 1 and json.loads(replies[0])["now"] == 0.0
+
+
+def test_a_host_with_a_negative_id_is_a_protocol_error():
+    p = DecisionProcess(lambda nodes: EmbeddedCluster(nodes, seed=0))
+    with pytest.raises(ProtocolError, match=r"compute_resources\.0\.id.*greater than or equal to 0"):
+        p.handle(message(0.0, begins([host(-1, core="1"), host(0, core="1")], PROFILES)))
+
+
+@pytest.mark.parametrize("now", [1.7e308, 1e15, 2.0**33 + 1])
+def test_a_clock_too_far_to_resolve_is_a_protocol_error_not_a_hang(now):
+    """Once t + 0.02 == t the adapter's instants (instant.py) stopped moving: it neither answered nor
+    exited. The case is bounded by the module's timeout mark."""
+    p = started()
+    with pytest.raises(ProtocolError, match="within 8589934592 s"):
+        p.handle(message(now, submitted(now, "w0!1")))
+
+
+def test_a_clock_of_a_century_still_runs():
+    p = started()
+    t = 3.2e9  # about a century: still resolved to Batsim's 1e-6 s
+    assert [kind for kind, _ in decided(p, message(t, submitted(t, "w0!1")))] == ["EXECUTE_JOB"]
+
+
+@pytest.mark.parametrize("executed", [False, None], ids=["pending", "unknown"])
+def test_job_completed_for_a_job_never_executed_is_a_protocol_error(executed):
+    p = started()
+    job = "w0!1" if executed is False else "w0!9"
+    with pytest.raises(ProtocolError, match=f"JOB_COMPLETED for job '{job}'"):
+        p.handle(message(1.0, submitted(1.0, "w0!1"), completed(1.0, job, "0")))
+
+
+def test_job_completed_after_execution_is_accepted():
+    p = started()
+    assert decided(p, message(1.0, submitted(1.0, "w0!1")))[0][0] == "EXECUTE_JOB"
+    p.handle(message(11.0, completed(11.0, "w0!1", "0")))
+    assert p.fatal is None and p.records["w0!1"].state == "Succeeded"
+
+
+def test_serve_ends_at_once_when_its_batsim_disconnects(tmp_path):
+    """Not after --idle-timeout (600 s): the socket monitor sees the peer's connection close, and the
+    outputs so far are kept with the reason."""
+    import subprocess
+    import sys
+    import time
+
+    sock = tmp_path / "s"
+    out = tmp_path / "out"
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "batkube_py.cli", "serve", "--socket", f"ipc://{sock}", "-o", str(out),
+         "--idle-timeout", "600"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 20
+        while not sock.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        replies: list = []
+        _peer(f"ipc://{sock}", _batsim_script()[:2], replies)  # SIMULATION_BEGINS, a job; then it hangs up
+        t0 = time.monotonic()
+        output, _ = serve.communicate(timeout=15)
+        waited = time.monotonic() - t0
+    finally:
+        serve.kill()
+    assert len(replies) == 2
+    assert serve.returncode != 0 and "closed its connection" in output, output
+    assert "Traceback" not in output and waited < 10
+    summary = json.loads((out / "summary.json").read_text())
+    assert "closed its connection" in summary["error"] and summary["jobs_total"] == 1

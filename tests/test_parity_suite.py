@@ -21,6 +21,7 @@ from parity_cases import cases
 from batkube_py.cli import main
 
 CASES = {c.name: c for c in cases()}
+REAL_KUBE_VERSION = "1.32"  # what `batkube controlplane build` builds; the twin is pinned to it
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +50,8 @@ def test_real_scheduler_agrees_with_the_twin(controlplane, tmp_path: Path, name:
     code, output, real = run_cli(tmp_path / "real", workload, *real_args, platform=platform)
     assert code == 0, output
     twin_args = ["run", "-p", str(platform), "-w", str(workload), "-o", str(tmp_path / "twin"),
-                 "--batsim", str(DOUBLE), "--no-progress", *extra]  # fmt: skip
+                 "--batsim", str(DOUBLE), "--no-progress", "--kube-version", REAL_KUBE_VERSION,
+                 *extra]  # fmt: skip
     result = CliRunner().invoke(main, twin_args, catch_exceptions=False)
     assert result.exit_code == 0, result.output
     twin = json.loads((tmp_path / "twin" / "summary.json").read_text())

@@ -117,14 +117,22 @@ def test_extended_resource_fit_and_scoring():
     assert score(plugin, pod("c", cpu="1"), nodes) == [0, 0, 0]
 
 
+def balanced(version, resources=None):
+    plugin = BalancedAllocation(resources)
+    plugin.kube_version = version
+    return plugin
+
+
 def test_balanced_allocation_default_and_three_resources():
     p = pod("a", cpu="3", memory="5000")
-    assert BalancedAllocation().score(None, p, two_nodes(), np.arange(2)).tolist() == [87, 100]
+    assert balanced("1.32").score(None, p, two_nodes(), np.arange(2)).tolist() == [87, 100]
     nodes = table({"cpu": "4", "memory": "10000", "nvidia.com/gpu": "4"})
     q = pod("b", cpu="2", memory="2500", extendedResources={"nvidia.com/gpu": "1"})
     # fractions 0.5, 0.25, 0.25: mean 1/3, std = sqrt((1/36 + 1/144 + 1/144)/3) = 0.1178 → 88
-    got = BalancedAllocation(["cpu", "memory", "nvidia.com/gpu"]).score(None, q, nodes, np.arange(1)).tolist()
-    assert got == [88]
+    three = ["cpu", "memory", "nvidia.com/gpu"]
+    assert balanced("1.32", three).score(None, q, nodes, np.arange(1)).tolist() == [88]
+    # 1.37: without the pod the node is empty (std 0 → 100): 50 + (50 + 88 − 100) / 2 = 69
+    assert balanced("1.37", three).score(None, q, nodes, np.arange(1)).tolist() == [69]
 
 
 @pytest.mark.parametrize("cpu", ["100m", "2500m"])

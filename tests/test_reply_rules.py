@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from procset import ProcSet
+from shared_support import shared, shared_cases
 
 from batkube_py.batsim_double import BatsimDouble
 from batkube_py.cluster.embedded import EmbeddedCluster
@@ -65,6 +66,8 @@ def test_replies_are_valid_json_with_now_and_known_types():
 
 
 def _cases():
+    if not TRANSCRIPTS.is_dir():
+        yield from shared_cases(("batsim", "transcripts"))
     for cmd in sorted(TRANSCRIPTS.rglob("batsim_cmdline.txt")):
         case = cmd.parent
         if "pitfall" in case.name:
@@ -74,6 +77,7 @@ def _cases():
 
 @pytest.mark.parametrize("case", list(_cases()))
 def test_adapter_never_makes_batsim_abort_on_recorded_inputs(case):
+    shared("batsim", "transcripts")
     flags = (case / "batsim_cmdline.txt").read_text()
     double = BatsimDouble(
         case / "platform.xml",

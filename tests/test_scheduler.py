@@ -4,6 +4,8 @@ from kubernetes import client
 from batkube_py import podshape, translate
 from batkube_py.cluster.embedded import EmbeddedCluster
 from batkube_py.protocol.models import Resource
+from batkube_py.scheduler.backoffq import QueueConfig
+from batkube_py.scheduler.config import build_profiles, default_config
 from batkube_py.scheduler.plugins import BalancedAllocation, NodeResourcesFit
 from batkube_py.scheduler.podinfo import pod_info
 from batkube_py.scheduler.snapshot import InvariantViolation, NodeTable
@@ -36,13 +38,13 @@ def test_least_allocated_and_balanced_match_upstream_integer_formulas():
     # cpu (4000-3000)*100/4000 = 25, memory 50 → 37; node 2: cpu 50, memory 50 → 50
     assert NodeResourcesFit().score(None, p, table, idx).tolist() == [37, 50]
     # fractions 0.75/0.5 → std 0.125 → 87; 0.5/0.5 → 100
-    assert BalancedAllocation().score(None, p, table, idx).tolist() == [87, 100]
+    assert balanced_132().score(None, p, table, idx).tolist() == [87, 100]
     empty = pod_info(pod("b"), "b", 0, 1)  # no requests: scored as 100m / 200Mi (> 10000 bytes → 0)
     assert NodeResourcesFit().score(None, empty, table, idx).tolist() == [
         (3900 * 100 // 4000) // 2,
         (5900 * 100 // 6000) // 2,
     ]
-    assert BalancedAllocation().score(None, empty, table, idx).tolist() == [100, 100]
+    assert balanced_132().score(None, empty, table, idx).tolist() == [100, 100]
 
 
 def test_memory_is_ignored_where_the_host_models_none():
@@ -61,8 +63,21 @@ def test_filter_reasons_like_kube_scheduler():
     assert res.reasons == {"Too many pods": 1, "Insufficient cpu": 2, "Insufficient memory": 1}
 
 
+def balanced_132():
+    """The 1.32 formula (1.37's: test_kube137.py)."""
+    plugin = BalancedAllocation()
+    plugin.kube_version = "1.32"
+    return plugin
+
+
+def versioned(version, *specs):
+    profiles = build_profiles(default_config(version), 0)
+    return EmbeddedCluster(nodes(*specs), profiles=profiles, queue_config=QueueConfig(kube_version=version))
+
+
 def test_no_head_of_line_blocking_and_priority_order():
-    c = EmbeddedCluster(nodes({"cpu": "2"}), seed=0)
+    """1.32: backoff expires at T + d exactly, flushed on the 1-s tick."""
+    c = versioned("1.32", {"cpu": "2"})
     c.add_pod(pod("big", "2"), "big", 0.0)
     c.add_pod(pod("small", "1"), "small", 0.0)
     assert [b.pod for b in c.schedule(0.0)] == ["big"]
@@ -75,6 +90,27 @@ def test_no_head_of_line_blocking_and_priority_order():
     c.delete_pod("high", 4.0)
     assert c.schedule(4.0) == [] and c.next_wakeup() == 5.0
     assert [b.pod for b in c.schedule(5.0)] == ["low"]
+    assert c.over_allocations() == 0
+
+
+def test_no_head_of_line_blocking_and_backoff_windows_137():
+    """1.37 (backoff_queue.go, active_queue.go): "low" and "high" failed at t=2 back off until the window
+    of 3 is over (t=4), so at t=3 "small" goes first from activeQ; activeQ then empty, backoffQ's head —
+    "high", the higher priority in the same window — is popped at once, and "low" after it fails again
+    (2nd attempt: retryable at floor(3 + 2) + 1 = 6). At t=4 the room freed moves it to backoffQ, and
+    an idle scheduler pops it at once."""
+    c = versioned("1.37", {"cpu": "2"})
+    c.add_pod(pod("big", "2"), "big", 0.0)
+    c.add_pod(pod("small", "1"), "small", 0.0)
+    assert [b.pod for b in c.schedule(0.0)] == ["big"]
+    c.add_pod(pod("low", "1"), "low", 1.0)
+    c.add_pod(pod("high", "1", priority=10), "high", 2.0)
+    assert c.schedule(2.0) == [] and c.pending() == 3
+    c.delete_pod("big", 3.0)
+    assert [b.pod for b in c.schedule(3.0)] == ["small", "high"]
+    assert c.pods["low"].backoff_until == 6.0
+    c.delete_pod("high", 4.0)
+    assert [b.pod for b in c.schedule(4.0)] == ["low"]
     assert c.over_allocations() == 0
 
 

@@ -2,6 +2,7 @@ from pathlib import Path
 
 import pytest
 from batsim_messages import begins, completed, decided, host, message, reply_events, submitted
+from shared_support import shared
 
 from batkube_py.cluster.embedded import EmbeddedCluster
 from batkube_py.decision import DecisionProcess
@@ -38,6 +39,7 @@ def test_execute_goes_out_after_the_latency_with_the_node_held():
 
 
 def test_burst_with_the_k3s_latency_end_to_end(tmp_path):
+    shared("reference", "platforms", "platform_graphene_16nodes.xml")
     cfg = RunConfig(
         platform=ROOT.parent / "shared" / "reference" / "platforms" / "platform_graphene_16nodes.xml",
         workload=ROOT / "workloads" / "burst_200_delay170.json",

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from shared_support import requires_shared
 
 from swf_tools.cli import main
 from swf_tools.convert import (
@@ -27,8 +28,9 @@ KIT = SHARED / "reference" / "KIT-10-80.swf"
 KIT_JSON = SHARED / "reference" / "workloads" / "KIT_10h_80.json"
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "swf"
 
-needs_kit = pytest.mark.skipif(not KIT.exists() or not KIT_JSON.exists(),
-                               reason="../shared KIT files missing")
+def needs_kit(test):
+    test = requires_shared("reference", "workloads", "KIT_10h_80.json")(test)
+    return requires_shared("reference", "KIT-10-80.swf")(test)
 
 
 def _job_values(doc: dict) -> list[tuple]:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from shared_support import need
 
 from swf_tools.cli import main
 
@@ -22,7 +23,7 @@ BATSIM_DOUBLE = ROOT / "tests" / "batsim_double" / "batsim"
 
 @pytest.mark.slow
 def test_extract_convert_run(tmp_path: Path) -> None:
-    assert NASA.exists() and PLATFORM.exists(), "../shared inputs missing"
+    need(NASA, PLATFORM)
 
     swf = tmp_path / "nasa-10h-80.swf"
     result = CliRunner().invoke(main, ["extract", str(NASA), "--period", "10h", "--utilization", "0.8",

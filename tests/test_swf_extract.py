@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from shared_support import shared
 
 from swf_tools.cli import main
 from swf_tools.extract import EVALYS_CONVERSION, PeriodSearch, extract_period, find_periods
@@ -18,7 +19,9 @@ SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 NASA = SHARED / "traces" / "NASA-iPSC-1993-3.1-cln.swf"
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "swf"
 
-pytestmark = pytest.mark.skipif(not NASA.exists(), reason="../shared NASA trace missing")
+@pytest.fixture(autouse=True)
+def _needs_nasa() -> None:
+    shared("traces", "NASA-iPSC-1993-3.1-cln.swf")
 
 
 def naive_utilisation(trace: SwfTrace, begin: float, end: float) -> float:
@@ -35,7 +38,7 @@ def naive_utilisation(trace: SwfTrace, begin: float, end: float) -> float:
 
 @pytest.fixture(scope="module")
 def nasa() -> SwfTrace:
-    return parse_swf(NASA)
+    return parse_swf(shared("traces", "NASA-iPSC-1993-3.1-cln.swf"))
 
 
 @pytest.fixture(scope="module")

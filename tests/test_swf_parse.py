@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from shared_support import requires_shared
 
 from swf_tools.cli import main
 from swf_tools.errors import SwfHeaderError, SwfParseError
@@ -17,7 +18,9 @@ NASA = SHARED / "traces" / "NASA-iPSC-1993-3.1-cln.swf"
 KIT = SHARED / "reference" / "KIT-10-80.swf"
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "swf"
 
-needs_shared = pytest.mark.skipif(not NASA.exists() or not KIT.exists(), reason="../shared traces missing")
+def needs_shared(test):
+    test = requires_shared("reference", "KIT-10-80.swf")(test)
+    return requires_shared("traces", "NASA-iPSC-1993-3.1-cln.swf")(test)
 
 
 @needs_shared

@@ -9,23 +9,29 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from shared_support import need
 
 from batkube_py.cli import main
-from batkube_py.transcript import TranscriptError, TranscriptWriter, load, replay
+from batkube_py.transcript import TranscriptError, TranscriptWriter, load, replay, where
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 DOUBLE = ROOT / "tests" / "batsim_double" / "batsim"
-PLATFORM = (SHARED / "reference" / "platforms" / "3node_6core.xml").resolve()  # the run resolves links
-WORKLOAD = (SHARED / "reference" / "workloads" / "spaced_150_delay200_varied_cpu.json").resolve()
+INPUTS = (
+    SHARED / "reference" / "platforms" / "3node_6core.xml",
+    SHARED / "reference" / "workloads" / "spaced_150_delay200_varied_cpu.json",
+)
+PLATFORM, WORKLOAD = (p.resolve() for p in INPUTS)  # the run resolves links
 
 
 def _run(out: Path, *extra: str):
+    need(*INPUTS)
     args = ["run", "-p", str(PLATFORM), "-w", str(WORKLOAD), "-o", str(out), "--batsim", str(DOUBLE), *extra]
     return CliRunner().invoke(main, args)
 
 
 def _double(out: Path, endpoint: str) -> subprocess.CompletedProcess:
+    need(*INPUTS)
     cmd = [sys.executable, str(DOUBLE), "-p", str(PLATFORM), "-w", str(WORKLOAD), "-e", str(out / "out"),
            "-s", endpoint, "--enable-compute-sharing", "--enable-dynamic-jobs", "--acknowledge-dynamic-jobs",
            "-q", "--max-wait", "30"]  # fmt: skip
@@ -80,7 +86,18 @@ def test_replay_refuses_a_different_batsim(recorded, tmp_path):
     sim = _double(tmp_path, endpoint)
     server.join(timeout=60)
     assert sim.returncode == 124  # the double gives up: no reply came
-    assert errors and errors[0].startswith("message 2 from Batsim differs from the recorded one")
+    assert errors and errors[0].startswith("message 2 from Batsim differs from the recorded one at byte 7")
+
+
+def test_a_replay_mismatch_shows_where_the_messages_part():
+    """SIMULATION_BEGINS holds the whole platform: cutting both at the same length hid the difference."""
+    head = b'{"now":0.0,"events":[{"type":"SIMULATION_BEGINS","data":{"hosts":"' + b"h" * 900
+    shown = where(head + b'node-3"}}]}', head + b'node-4"}}]}')
+    assert shown.startswith(f"at byte {len(head) + 5}:")
+    got, recorded = shown.splitlines()[1:]
+    assert got.endswith('node-3"}}]}') and recorded.endswith('node-4"}}]}')
+    assert got.startswith("  got      …hhh") and len(got) < 140
+    assert where(b"abc", b"abcdef").splitlines() == ["at byte 3:", "  got      abc", "  recorded abcdef"]
 
 
 def test_writer_keeps_one_message_per_line(tmp_path):

@@ -104,7 +104,10 @@ def test_kubernetes_schema_fields():
 def test_unrepresentable_jobs_are_rejected_with_field_and_expectation():
     cases = [
         ({"res": 0}, {}, "res", "whole number of hosts"),
-        ({}, {"type": "parallel_homogeneous"}, "profile.type", "delay"),
+        ({}, {"type": "smpi", "trace": "t"}, "profile.type", "cannot run SMPI trace replays"),
+        ({}, {"type": "usage_trace"}, "profile.type", "cannot run usage traces"),
+        ({}, {"type": "data_staging"}, "profile.type", "cannot run data staging"),
+        ({}, {"type": "parallel_homogeneous_pfs"}, "profile.type", "cannot run parallel file system"),
         ({"cpu": "lots"}, {}, "cpu", "quantity"),
         ({}, {"memory": "-1Gi"}, "profile.memory", "non-negative"),
         ({"priority": "high"}, {}, "priority", "integer"),
@@ -138,3 +141,31 @@ def test_pod_shapes_are_shared_by_content_and_rechecked_when_a_profile_changes()
     a["cpu"] = "-1"  # and checked again
     bad = podshape.pod_from_job("w!5", job, a, "pe")
     assert isinstance(bad, translate.Rejection) and bad.field == "profile.cpu"
+
+
+def test_parallel_profiles_become_pods_whose_cpu_request_is_not_their_flops():
+    ph = {"type": "parallel_homogeneous", "cpu": 5e9, "com": 1e9, "cpu_req": "1", "memory": "1Gi"}
+    p = pod({}, ph)
+    assert p.spec.containers[0].resources.requests == {"cpu": "1", "memory": "1Gi"}
+    p = pod({"cpu": "2"}, {"type": "parallel", "cpu": [1e9], "com": [0]})
+    assert p.spec.containers[0].resources.requests == {"cpu": "2"}
+    p = pod({}, {"type": "parallel_homogeneous_total", "cpu": 8e9, "com": 0})
+    assert not p.spec.containers[0].resources.requests
+
+
+def test_composed_profiles_are_checked_member_by_member():
+    profiles = {
+        "ok": {"type": "composed", "repeat": 2, "seq": ["d", "ph", "inner"]},
+        "inner": {"type": "composed", "seq": ["d"]},
+        "bad": {"type": "composed", "seq": ["d", "mpi"]},
+        "d": {"type": "delay", "delay": 1},
+        "ph": {"type": "parallel_homogeneous", "cpu": 1e9, "com": 0},
+        "mpi": {"type": "smpi", "trace": "t"},
+    }
+    job = {"id": "w0!1", "res": 1, "profile": "ok"}
+    assert not isinstance(podshape.pod_from_job("w0!1", job, podshape.job_profile(job, None, profiles), "x"),
+                          translate.Rejection)
+    job = {"id": "w0!2", "res": 1, "profile": "bad"}
+    r = podshape.pod_from_job("w0!2", job, podshape.job_profile(job, None, profiles), "y")
+    assert isinstance(r, translate.Rejection)
+    assert r.field == "profile.seq" and "SMPI" in r.expected

@@ -71,7 +71,7 @@ def _user_errors(what: str) -> Iterator[None]:
 
 def _fmt(value: object) -> str:
     if isinstance(value, float):
-        return f"{value:.4g}" if abs(value) < 1 else f"{value:.1f}"
+        return f"{value:.4f}" if abs(value) < 1 else f"{value:.1f}"
     return str(value)
 
 
@@ -120,7 +120,8 @@ def analyze(
     RUN_DIR is a run directory (Batsim's out_jobs.csv, plus pods.csv, nodes.csv and decisions.jsonl when
     the run came from batkube-py) or a single Batsim jobs CSV. Writes metrics.json, metrics.csv and PNG +
     SVG figures: job_gantt (each platform resource a row, nodes in natural order, jobs sharing it in
-    lanes), node_gantt (each node a lane, pods stacked by cpu request; red = over-allocated),
+    lanes), node_gantt (each node a lane as high as its allocatable cpu, running pods stacked by cpu
+    request so the stack is the allocation; red = above allocatable, hatched = over-allocated),
     utilisation (cpu and queue length at the end of each simulated instant), waiting_time (fraction of
     jobs per bin, and CDF), and unschedulable_reasons when decisions were recorded.
 
@@ -204,8 +205,13 @@ def analyze(
     "utilisation, job counts].",
 )
 @click.option("--digits", type=click.IntRange(0, 9), default=1, show_default=True, help="Decimals shown.")
-@click.option("--bsld-tau", type=click.FloatRange(min=0.0, min_open=True), default=10.0, show_default=True,
-              help="Bounded slowdown's threshold (s): max(1, (wait + run) / max(run, tau)).")
+@click.option(
+    "--bsld-tau",
+    type=click.FloatRange(min=0.0, min_open=True),
+    default=10.0,
+    show_default=True,
+    help="Bounded slowdown's threshold (s): max(1, (wait + run) / max(run, tau)).",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def compare(
     inputs: tuple[str, ...],

@@ -21,8 +21,9 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from batkube_py.analysis import metrics as m  # noqa: E402
-from batkube_py.analysis.gantt import plot_job_gantt, plot_node_gantt  # noqa: E402
+from batkube_py.analysis.gantt import plot_job_gantt  # noqa: E402
 from batkube_py.analysis.loading import Run  # noqa: E402
+from batkube_py.analysis.node_gantt import plot_node_gantt  # noqa: E402
 
 FIGSIZE = (10.0, 6.0)
 DPI = 100

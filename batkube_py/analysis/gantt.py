@@ -1,12 +1,9 @@
-"""Gantt charts: the job Gantt (Batsim resources, co-located jobs in lanes) and the node Gantt (pods
-stacked by cpu).
+"""The job Gantt: Batsim resources as rows, co-located jobs in lanes.
 
-The job Gantt answers "which job ran where and when" in Batsim's terms. Under compute sharing jobs share
-a resource: evalys draws them on top of each other (the thesis's darker "overlap" areas, with overlapping
-labels), so each resource row is split into lanes, one per job running there at the same time. The node
-Gantt shows the cpu: each node is a lane whose height is its allocatable cpu, pods are stacked by
-their cpu request, and whatever rises above the lane's capacity line is over-allocation (shaded red from
-the exact per-node sweep of :func:`metrics.over_allocation`, not from rectangle positions).
+It answers "which job ran where and when" in Batsim's terms. Under compute sharing jobs share a resource:
+evalys draws them on top of each other (the thesis's darker "overlap" areas, with overlapping labels), so
+each resource row is split into lanes, one per job running there at the same time. The node Gantt, which
+shows cpu allocation, is in :mod:`batkube_py.analysis.node_gantt`.
 """
 
 from __future__ import annotations
@@ -36,11 +33,15 @@ def add_rects(
 ) -> None:
     """Draw many rectangles cheaply.
 
-    Small sets get one PolyCollection (edges, per-rectangle colours). Large ones get one compound path
-    per colour, which Agg fills in C: 100k rectangles as a collection cost seconds per saved file.
+    ``cmap`` is a colormap's name, or a colour's for rectangles of one colour. Small sets get one
+    PolyCollection (edges, per-rectangle colours). Large ones get one compound path per colour, which
+    Agg fills in C: 100k rectangles as a collection cost seconds per saved file.
     """
-    steps = np.linspace(0, 1, ncolors) if cmap == "viridis" else np.arange(ncolors)
-    palette = matplotlib.colormaps[cmap](steps)
+    if cmap in matplotlib.colormaps:
+        steps = np.linspace(0, 1, ncolors) if cmap == "viridis" else np.arange(ncolors)
+        palette = matplotlib.colormaps[cmap](steps)
+    else:  # one colour by name
+        palette = np.array([matplotlib.colors.to_rgba(cmap)] * ncolors)
     if len(verts) <= LARGE:
         ax.add_collection(
             PolyCollection(
@@ -150,10 +151,11 @@ def _label_jobs(ax: Axes, jobs: pd.DataFrame, lanes: pd.DataFrame, y0, height, s
 
 
 def stack_offsets(start: np.ndarray, end: np.ndarray, size: np.ndarray) -> np.ndarray:
-    """First-fit vertical offsets so that pods running at the same time on one node do not overlap.
+    """First-fit vertical offsets so that intervals overlapping in time do not overlap in space.
 
-    Pods keep one offset for their whole life (readable lanes); a pod that finds no gap goes on top, so
-    over-allocated pods rise above the capacity line.
+    Each interval keeps one offset for its whole life (readable lanes); one that finds no gap goes on
+    top. Used for the job Gantt's lanes; the node Gantt cannot use it for cpu, because fragmentation
+    would push pods above a capacity they do not exceed (see :mod:`node_gantt`).
     """
     order = np.lexsort((-size, start))
     offsets = np.zeros(len(start))
@@ -169,64 +171,3 @@ def stack_offsets(start: np.ndarray, end: np.ndarray, size: np.ndarray) -> np.nd
         offsets[i] = pos
         active.append((pos, h, end[i]))
     return offsets
-
-
-def plot_node_gantt(
-    ax: Axes,
-    pods: pd.DataFrame,
-    nodes: pd.DataFrame,
-    over: pd.DataFrame,
-    title: str = "Node Gantt (pods stacked by cpu request)",
-) -> None:
-    """Each node a lane of height 1 = its allocatable cpu; pods stacked by cpu/capacity."""
-    nodes = nodes.sort_values("node", key=lambda col: col.map(natural_key)).reset_index(drop=True)
-    lane = pd.Series(np.arange(len(nodes)), index=nodes["node"])
-    cap = pd.Series(nodes["cpu"].to_numpy(dtype=float), index=nodes["node"]).replace(0, np.nan)
-    pods = pods[pods["node"].isin(lane.index)].reset_index(drop=True)
-    offs = np.zeros(len(pods))
-    for _, idx in pods.groupby("node", sort=False).indices.items():
-        p = pods.iloc[idx]
-        offs[idx] = stack_offsets(
-            p["bind_time"].to_numpy(), p["finish_time"].to_numpy(), p["cpu_request"].to_numpy(dtype=float)
-        )
-    pcap = pods["node"].map(cap).to_numpy()
-    y_rel, h_rel = offs / pcap, pods["cpu_request"].to_numpy(dtype=float) / pcap
-    peak = np.nanmax(y_rel + h_rel, initial=1.0)
-    pitch = max(1.0, float(peak)) + 0.25
-    base = pods["node"].map(lane).to_numpy() * pitch
-    verts = _rects(pods["bind_time"].to_numpy(), pods["finish_time"].to_numpy(), base + y_rel, h_rel)
-    add_rects(ax, verts, np.arange(len(pods)), "tab20", 20, alpha=0.8, edges=True)
-    if len(over):
-        ob = over["node"].map(lane).to_numpy() * pitch
-        ratio = over["used"].to_numpy() / over["capacity"].to_numpy()
-        verts = _rects(over["start"].to_numpy(), over["end"].to_numpy(), ob + 1.0, ratio - 1.0)
-        few = len(over) <= LARGE
-        ax.add_collection(
-            PolyCollection(
-                verts,
-                facecolors="red",
-                edgecolors="darkred" if few else "none",
-                alpha=0.35,
-                hatch="//" if few else None,
-                linewidths=0.5,
-                rasterized=not few,
-                label="over-allocated",
-            )
-        )
-        ax.legend(loc="upper right", fontsize="small")
-    t0 = float(np.nanmin(pods["bind_time"], initial=0.0)) if len(pods) else 0.0
-    t1 = float(np.nanmax(pods["finish_time"], initial=1.0)) if len(pods) else 1.0
-    lanes = np.arange(len(nodes)) * pitch
-    if len(nodes) <= 40:  # capacity lines; with more lanes they would merge into a black block
-        ax.hlines(lanes + 1.0, t0, t1, colors="black", linestyles="dashed", linewidths=0.6)
-    ax.set_xlim(t0, t1 if t1 > t0 else t0 + 1)
-    ax.set_ylim(-0.1, len(nodes) * pitch)
-    if len(nodes) <= 40:
-        names = [f"{n} ({c:g} cpu)" for n, c in zip(nodes["node"], nodes["cpu"], strict=True)]
-        ax.set_yticks(lanes + 0.5, names, fontsize="small")
-    else:
-        ax.set_ylabel(f"{len(nodes)} nodes")
-        ax.set_yticks([])
-    ax.set_xlabel("time (s)")
-    ax.set_title(title)
-    ax.grid(True, axis="x")

@@ -104,6 +104,10 @@ def read_jobs(path: Path) -> pd.DataFrame:
     df = _read_csv(
         path, JOB_REQUIRED, dtype={"job_id": str, "workload_name": str, "allocated_resources": str}
     )
+    return _jobs_frame(df, path)
+
+
+def _jobs_frame(df: pd.DataFrame, path: Path) -> pd.DataFrame:
     if "final_state" not in df.columns and "success" not in df.columns:
         raise AnalysisError(f"{path}: missing column final_state (or success); cannot tell job outcomes")
     times = (
@@ -207,6 +211,33 @@ def read_decisions(path: Path) -> pd.DataFrame:
     return df
 
 
+_FINAL_OF_POD = {
+    "Succeeded": "COMPLETED_SUCCESSFULLY",
+    "Failed": "COMPLETED_FAILED",
+    "Killed": "COMPLETED_KILLED",
+    "Rejected": "REJECTED",
+}
+
+
+def jobs_from_pods(path: Path) -> pd.DataFrame:
+    """The jobs of a run stopped before Batsim wrote out_jobs.csv (Batsim writes it at its end), from the
+    pods that reached a final state, which batkube-py writes as they go."""
+    pods = read_pods(path)
+    done = pods[pods["state"].isin(list(_FINAL_OF_POD))]
+    start = pd.to_numeric(done["start_time"], errors="coerce") if "start_time" in done else done["bind_time"]
+    df = pd.DataFrame(
+        {
+            "job_id": done["job_id"].astype(str),
+            "submission_time": done["submit_time"],
+            "starting_time": start,
+            "finish_time": done["finish_time"],
+            "final_state": done["state"].map(_FINAL_OF_POD),
+            "allocated_resources": done["resource_id"].map(lambda r: "" if pd.isna(r) else str(int(r))),
+        }
+    )
+    return _jobs_frame(df.reset_index(drop=True), path)
+
+
 def read_summary(path: Path) -> dict:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
@@ -222,9 +253,16 @@ def load_run(path: Path) -> Run:
     if not path.is_dir():
         raise AnalysisError(f"{path}: no such run directory or jobs CSV file")
     jobs_path = path / JOBS_FILE
-    if not jobs_path.exists():
-        raise AnalysisError(f"{path}: not a run directory, {JOBS_FILE} is missing")
-    run = Run(source=path, jobs=read_jobs(jobs_path))
+    partial = not jobs_path.exists() or jobs_path.stat().st_size == 0
+    if partial and not (path / PODS_FILE).exists():
+        what = "is missing" if not jobs_path.exists() else "is empty (Batsim stopped before writing it)"
+        raise AnalysisError(f"{path}: not a run directory, {JOBS_FILE} {what} and there is no {PODS_FILE}")
+    run = Run(source=path, jobs=jobs_from_pods(path / PODS_FILE) if partial else read_jobs(jobs_path))
+    if partial:
+        run.notes.append(
+            f"partial run: {JOBS_FILE} {'is missing' if not jobs_path.exists() else 'is empty'} (Batsim was "
+            f"stopped before its end); the {len(run.jobs)} jobs that reached a final state, from {PODS_FILE}"
+        )
     if (path / SCHEDULE_FILE).exists() and (path / SCHEDULE_FILE).stat().st_size > 0:
         run.schedule = read_schedule(path / SCHEDULE_FILE)
     if (path / PODS_FILE).exists():

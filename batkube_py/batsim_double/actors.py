@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 from numpy import longdouble
 
-from .errors import BatsimAbort
+from .dynamic import find_workload
 from .jsonfmt import fmt_g
 from .protocol import apply_reply
+from .tasks import Budget, build_task, execute_task
 
 if TYPE_CHECKING:
     from .context import Context
@@ -89,74 +90,59 @@ def waiter(ctx: Context, target: float) -> G:
     yield ("put", "server", ("WAITING_DONE",))
 
 
-def _delay_of(job: Job) -> float:
-    return float(job.profile_data.get("delay", 0))
-
-
 def job_process(ctx: Context, job: Job) -> G:
-    """execute_job_process for delay / parallel_homogeneous profiles."""
-    ptype = job.profile_data.get("type")
-    ret = int(job.profile_data.get("ret", 0))
-    walltime = job.walltime
-    if ptype == "delay":
-        delay = _delay_of(job)
-        if not (walltime < 0 or delay < walltime):  # do_delay_task
-            ctx.log("jobs_execution", "Sleeping until walltime")
-            yield ("sleep_for", walltime)
-            ctx.log("jobs_execution", "Job has reached walltime")
-            timed_out = True
-        else:
-            ctx.log("jobs_execution", "Sleeping the whole task length")
-            yield ("sleep_for", delay)
-            ctx.log("jobs_execution", "Sleeping done")
-            timed_out = False
-    elif ptype in ("parallel_homogeneous", "parallel_homogeneous_total"):
-        timed_out = yield from ctx_ptask(ctx, job)
+    """execute_job_process: the profile's task tree under one walltime budget, then JOB_COMPLETED."""
+    wl = find_workload(ctx, job.workload)
+    job.task = build_task(wl.profiles if wl else {}, job.profile, job.profile_data)
+    ret = yield from execute_task(ctx, job, job.task, Budget(job.walltime))
+    if ret == 0:
+        job.state = "COMPLETED_SUCCESSFULLY"
+        ctx.log("jobs_execution", f"Job '{job.id}' finished in time (success)")
+    elif ret > 0:
+        job.state = "COMPLETED_FAILED"
+        ctx.log("jobs_execution", f"Job '{job.id}' finished in time (failed: return_code={ret})")
+    elif ret == -1:
+        job.state = "COMPLETED_WALLTIME_REACHED"
+        ctx.log("jobs_execution", f"Job '{job.id}' had been killed (walltime {fmt_g(job.walltime)} reached)")
     else:
-        raise BatsimAbort(f"The test double does not support profile type '{ptype}' (job '{job.id}')")
-    if timed_out:
-        job.state, job.return_code = "COMPLETED_WALLTIME_REACHED", -1
-        ctx.log("jobs_execution", f"Job '{job.id}' had been killed (walltime {fmt_g(walltime)} reached)")
-    else:
-        job.state = "COMPLETED_SUCCESSFULLY" if ret == 0 else "COMPLETED_FAILED"
-        job.return_code = ret
-        ctx.log("jobs_execution", f"Job '{job.id}' finished in time ({'success' if ret == 0 else 'failure'})")
+        job.state = "COMPLETED_KILLED"
+        ctx.log("jobs_execution", f"Job '{job.id}' has been killed by the scheduler")
+    job.return_code = ret
     finish_job(ctx, job)
-    yield ("put", "server", ("JOB_COMPLETED", job.id))
-
-
-def ctx_ptask(ctx: Context, job: Job) -> Generator[tuple[Any, ...], Any, bool]:
-    sharing = ctx.ptasks
-    outcome = yield from sharing.execute(job)
-    return outcome == "walltime"
+    if job.state != "COMPLETED_KILLED":  # a killed job's completion is the killer's KILLING_DONE
+        yield ("put", "server", ("JOB_COMPLETED", job.id))
 
 
 def finish_job(ctx: Context, job: Job) -> None:
     job.finish = ctx.k.now
     for mid in job.alloc:
         ctx.machines.remove_job(mid, job.id, job.finish)
+    left = [bool(ctx.machines.machines[mid].jobs) for mid in job.alloc]
+    ctx.machines.states.job_ended(job.alloc, left, job.finish)
     ctx.job_actors.pop(job.id, None)
 
 
 def killer(ctx: Context, job_ids: list[str]) -> G:
-    """killer_process: stops running jobs, then reports KILLING_DONE to the server."""
+    """killer_process: a running ptask is cancelled (its job ends itself, killed), any other job's actor is
+    killed; then KILLING_DONE goes to the server with each job's progress tree."""
     progress: dict[str, Any] = {}
     k = ctx.k
     for jid in job_ids:
         job = ctx.job(jid)
         if job.state != "RUNNING":
             continue
+        task = job.task
+        if task is None:  # the job's actor has not run yet
+            progress[jid] = {"profile_name": job.profile, "current_task_index": -1}
+        else:
+            progress[jid] = task.progress(k.now)
+        leaf = task.leaf() if task is not None else None
+        if leaf is not None and leaf.ex is not None:
+            yield ("exec_cancel", leaf.ex)
+            continue
         actor = ctx.job_actors.get(jid)
         if actor is not None:
             yield ("kill", actor)
-        ctx.ptasks.cancel(jid)
-        elapsed = k.now - job.start
-        if job.profile_data.get("type") == "delay":
-            delay = _delay_of(job)
-            frac = min(1.0, elapsed / delay) if delay > 0 else 1.0
-        else:
-            frac = ctx.ptasks.progress(jid)
-        progress[jid] = {"profile_name": job.profile, "progress": frac}
         job.state, job.return_code = "COMPLETED_KILLED", -1
         finish_job(ctx, job)
     yield ("put", "server", ("KILLING_DONE", job_ids, progress))

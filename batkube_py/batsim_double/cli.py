@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import sys
+import xml.etree.ElementTree as ET
 from typing import TextIO
 
 import zmq
@@ -143,7 +144,21 @@ def main(argv: list[str] | None = None, out: TextIO | None = None, err: TextIO |
     sched_config = read_sched_config(a, err)
     if sched_config is None:
         return 134
-    double = build(a, p, sched_config, err)
+    try:
+        double = build(a, p, sched_config, err)
+    except ET.ParseError as exc:  # SimGrid's surf_parse_error: one line, then xbt_die (SIGABRT)
+        err.write(f"[0.000000] [surf_parse/ERROR] Parse error at {a.platform}:{exc.position[0]}: {exc}\n")
+        return 134
+    except OSError:  # the export directory (-e): Batsim's WriteBuffer asserts on its first output file
+        first = next(suffix for flag, suffix in (("--disable-schedule-tracing", "_schedule.trace"),
+                     ("--disable-machine-state-tracing", "_machine_states.csv"), ("", "_jobs.csv"))
+                     if not flag or not p.flag(flag))  # fmt: skip
+        err.write(f"[0.000000] ../src/export.cpp:122: [root/CRITICAL] Cannot write file "
+                  f"'{a.export_prefix}{first}'\n")  # fmt: skip
+        return 134
+    except (KeyError, ValueError, TypeError) as exc:
+        err.write(f"batsim double: platform {a.platform} is not a SimGrid platform it can load: {exc!r}\n")
+        return 134
     return serve(double, a.socket_endpoint, max_wait, err)
 
 

@@ -79,7 +79,6 @@ class Context:
     counters: Counters = field(default_factory=Counters)
     job_actors: dict[str, Any] = field(default_factory=dict)
     current_label: Callable[[], str] | None = None
-    ptasks: Any = None
     end_sent: bool = False
     ack_received: bool = False
     sched_ready: bool = False

@@ -20,7 +20,6 @@ from .errors import BatsimAbort, BatsimRuntimeError, check
 from .export import JobsTracer
 from .kernel import Kernel
 from .machines import Machines
-from .ptasks import PtaskSharing
 from .server import server_process
 from .simplatform import Platform, PlatformError
 from .workload import load_workload
@@ -91,7 +90,6 @@ class BatsimDouble:
             return
         self.ctx.log("machines", f"The machines have been created successfully. There are "
                      f"{self.ctx.machines.nb_compute} computing machines.")
-        self.ctx.ptasks = PtaskSharing(self.ctx)
         for wl in workloads:
             for job in wl.jobs:
                 self.ctx.jobs[job.id] = job
@@ -109,6 +107,8 @@ class BatsimDouble:
         self.ctx.log("batsim", "The process 'server' has been created.")
         if export_prefix:
             _write(f"{export_prefix}_jobs.csv", "")
+            if options.trace_machine_states:
+                _write(f"{export_prefix}_machine_states.csv", "")  # machine_states.py: empty on an abort
 
     # --- driving -------------------------------------------------------------------------
     def start(self) -> str | None:
@@ -198,6 +198,8 @@ class BatsimDouble:
         if self.export_prefix:
             _write(f"{self.export_prefix}_jobs.csv", tr.jobs_csv())
             _write(f"{self.export_prefix}_schedule.csv", tr.schedule_csv(values))
+            if self.ctx.options.trace_machine_states:
+                _write(f"{self.export_prefix}_machine_states.csv", self.ctx.machines.states.csv())
 
 
 def _write(path: str, text: str) -> None:

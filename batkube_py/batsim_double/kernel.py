@@ -21,13 +21,14 @@ from collections import deque
 from collections.abc import Callable, Generator
 from typing import Any
 
-from .sharing import Action, Link, Model
+from .lmm import expand
+from .sharing import TCP_GAMMA, Action, Link, Model
 
 Gen = Generator[tuple[Any, ...], Any, None]
 
 
 class Actor:
-    __slots__ = ("name", "host", "gen", "pid", "dead", "simcall", "answer", "phase", "sleeping")
+    __slots__ = ("name", "host", "gen", "pid", "dead", "simcall", "answer", "phase", "sleeping", "activities")
 
     def __init__(self, name: str, host: str, gen: Gen, pid: int) -> None:
         self.name, self.host, self.gen, self.pid, self.dead = name, host, gen, pid, False
@@ -35,6 +36,20 @@ class Actor:
         self.answer: Any = None
         self.phase: Comm | None = None  # a put/get whose wait is still to be issued
         self.sleeping: Action | None = None
+        self.activities: list[Exec] = []  # started ptasks not finished yet (ActorImpl::activities_)
+
+
+class Exec:
+    """An ExecImpl: a started ptask, the actor waiting for it and the timeout of that wait."""
+
+    __slots__ = ("action", "waiter", "timeout", "state", "owner")
+
+    def __init__(self, action: Action) -> None:
+        self.action = action
+        self.waiter: Actor | None = None
+        self.timeout: Action | None = None
+        self.state = "running"  # running, done, canceled
+        self.owner: Actor | None = None
 
 
 class Comm:
@@ -85,6 +100,19 @@ class Kernel:
         if actor.sleeping is not None:
             self.model.cancel(actor.sleeping)
             actor.sleeping = None
+        self._cleanup(actor)
+
+    def _cleanup(self, actor: Actor) -> None:
+        """ActorImpl::cleanup_from_self / exit: the actor's unfinished executions are cancelled."""
+        for ex in actor.activities:
+            if ex.timeout is not None:
+                self.model.cancel(ex.timeout)
+                ex.timeout = None
+            ex.waiter = None
+            if ex.state == "running":
+                ex.state = "canceled"
+                self.model.cancel(ex.action)
+        actor.activities = []
 
     def wake(self, actor: Actor, value: Any = None) -> None:
         actor.answer = value
@@ -153,6 +181,8 @@ class Kernel:
                 cmd = actor.gen.send(value)
             except StopIteration:
                 actor.dead = True
+                if actor.activities:
+                    self._cleanup(actor)
                 return
             if cmd[0] == "external":
                 self.blocked_external = actor
@@ -192,6 +222,31 @@ class Kernel:
             if victim is not None and not victim.dead:
                 self.kill(victim)
             self._to_run.append(actor)
+        elif op == "exec_start":  # Exec::start, an answered simcall
+            ex = cmd[1]
+            ex.owner = actor
+            actor.activities.append(ex)
+            ex.action.post = lambda: self._exec_done(ex)
+            self.model.add(ex.action)
+            self._to_run.append(actor)
+        elif op == "exec_wait":  # ActivityImpl::wait_for
+            ex, timeout = cmd[1], cmd[2]
+            if ex.state != "running":
+                actor.answer = ex.state
+                self._to_run.append(actor)
+            else:
+                ex.waiter = actor
+                if timeout >= 0:
+                    sleep = Action(lambda: self._exec_timeout(ex))
+                    sleep.max_duration, sleep.penalty, sleep.suspended = timeout, 0.0, True
+                    ex.timeout = self.model.add(sleep)
+        elif op == "exec_cancel":  # Exec::cancel, an answered simcall (the killer)
+            ex = cmd[1]
+            if ex.state == "running":
+                ex.state = "canceled"
+                self.model.cancel(ex.action)
+                self.model.failed.append(ex.action)
+            self._to_run.append(actor)
         elif op == "wait":  # resumed by someone else through wake()
             pass
         else:
@@ -203,9 +258,33 @@ class Kernel:
             self.wake(actor)
 
     def _ended(self) -> None:
+        """EngineImpl::wake_all_waiting_actors: failed (cancelled) actions first, then finished ones."""
+        failed = self.model.failed
+        while failed:
+            failed.popleft().post()
         finished = self.model.finished
         while finished:
             finished.popleft().post()
+
+    def _exec_done(self, ex: Exec) -> None:
+        """ExecImpl::post: the waiting actor (if its wait did not time out) learns how the execution ended."""
+        if ex.state == "running":
+            ex.state = "done"
+        if ex.owner is not None and ex in ex.owner.activities:
+            ex.owner.activities.remove(ex)
+        waiter, ex.waiter = ex.waiter, None
+        if ex.timeout is not None:
+            self.model.cancel(ex.timeout)
+            ex.timeout = None
+        if waiter is not None and not waiter.dead:
+            self.wake(waiter, ex.state)
+
+    def _exec_timeout(self, ex: Exec) -> None:
+        """SynchroImpl::post: the wait times out; the execution itself keeps running."""
+        ex.timeout = None
+        waiter, ex.waiter = ex.waiter, None
+        if waiter is not None and not waiter.dead:
+            self.wake(waiter, "timeout")
 
     # --- communications --------------------------------------------------------------------
     def _post_comm(self, actor: Actor, op: str, mbox: str, payload: Any) -> Comm:
@@ -231,10 +310,11 @@ class Kernel:
         links, latency = self._route(comm.src.host, comm.dst.host)
         action = Action(lambda: self._post(comm))
         if links:
-            action.links, action.route_latency, action.latency = links, latency, latency
+            for link in links:
+                expand(action.elems, link, action, 1.0, True)
+            action.latency = latency
             if latency > 0:
-                action.penalty = 0.0
-            action.update_bound()
+                action.net_bound = TCP_GAMMA / (2.0 * latency)
         else:
             action.remains = 0.0
         comm.action = self.model.add(action)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .errors import BatsimAbort, check
+from .machine_states import MachineStates
 from .simplatform import Host, Platform, PlatformError
 
 ROLES = ("compute_node", "master", "storage")
@@ -64,6 +65,7 @@ class Machines:
             self.machines.append(Machine(len(self.machines), name, host, role, props))
         self.nb_compute = len(compute)
         self.nb_storage = len(storage)
+        self.states = MachineStates([m.name for m in self.machines], self.nb_compute)
         self.time_computing = 0.0
         self.time_idle = 0.0
 

@@ -11,6 +11,7 @@ paraphrases of protocol.cpp (documented in README of this package).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
@@ -56,6 +57,42 @@ def _job_id(ctx: Context, data: dict[str, Any], key: str, idx: int, etype: str) 
     return jid
 
 
+def _mapping(value: Any, idx: int, nb_alloc: int) -> list[int]:
+    """EXECUTE_JOB's `mapping` (executor -> index in the alloc; ints or int strings) as a list indexed by
+    executor; protocol.cpp's checks and messages."""
+    where = f"of event {idx} (EXECUTE_JOB)"
+    check(isinstance(value, dict), f"Invalid JSON message: the 'mapping' value in the 'data' value {where} "
+          "should be a string.", P)
+    check(len(value) > 0, f"Invalid JSON: the 'mapping' value in the 'data' value {where} must be a "
+          "non-empty object", P)
+    pairs: dict[int, int] = {}
+    for key, val in value.items():
+        check(isinstance(val, (int, str)) and not isinstance(val, bool),
+              f"Invalid JSON message: Invalid 'mapping' {where}: a value is not an integer nor a string", P)
+        try:
+            pairs[_stoi(key)] = val if isinstance(val, int) else _stoi(val)
+        except ValueError:
+            raise BatsimAbort(f"Invalid JSON message: Invalid 'mapping' object {where}: all keys and values "
+                              "must be integers (or strings representing integers)", P) from None
+    out = []
+    for expected, (executor, resource) in enumerate(sorted(pairs.items())):
+        check(executor == expected, f"Invalid JSON message: Invalid 'mapping' object {where}: no resource "
+              f"associated to executor {expected}.", P)
+        check(0 <= resource < nb_alloc, f"Invalid JSON message: Invalid 'mapping' object {where}: executor "
+              f"{executor} should use the {resource}-th resource within the allocation, but there are only "
+              f"{nb_alloc} allocated resources.", P)
+        out.append(resource)
+    return out
+
+
+def _stoi(text: str) -> int:
+    """std::stoi: optional blanks and sign, then digits; what follows them is ignored."""
+    m = re.match(r"\s*([+-]?\d+)", text)
+    if not m:
+        raise ValueError(text)
+    return int(m.group(1))
+
+
 def _parse_event(ctx: Context, idx: int, etype: str, data: Any) -> tuple[Any, ...] | None:
     """Validate one event; return the internal message for the server (None: nothing to send)."""
     if etype == "EXECUTE_JOB":
@@ -73,7 +110,7 @@ def _parse_event(ctx: Context, idx: int, etype: str, data: Any) -> tuple[Any, ..
         if extra:
             check(extra[0] in ("mapping", "storage_mapping", "additional_io_job"), f"Invalid JSON message: "
                   f"event {idx} (EXECUTE_JOB) has an unknown key '{extra[0]}'", P)
-        mapping = data.get("mapping")
+        mapping = _mapping(data["mapping"], idx, len(alloc)) if "mapping" in data else None
         return ("EXECUTE_JOB", jid, alloc, data["alloc"], mapping)
     if etype == "CALL_ME_LATER":
         data = _size(data, idx, etype, 1, 1)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import jsonfmt
 from .actors import job_process, killer, request_reply, waiter
-from .dynamic import on_notify, on_register_job, on_register_profile
+from .dynamic import find_workload, on_notify, on_register_job, on_register_profile
 from .errors import check
 from .export import hyphen
 
@@ -140,21 +140,40 @@ def on_execute_job(ctx: Context, msg: tuple[Any, ...]) -> Generator[tuple[Any, .
                   f"'{m.name}') is currently computing jobs (these ones: {{{','.join(sorted(m.jobs))}}}) "
                   "whereas time-sharing on compute machines is disabled (rerun with --help to display the "
                   "available options).", f"{S}:960")
-    nb_exec = len(mapping) if isinstance(mapping, dict) else len(alloc)
-    check(nb_exec == job.res or job.profile_data.get("type") == "parallel_homogeneous_total",
-          f"Job '{jid}' allocation ('{alloc_str}') is invalid. The job requires {job.res} machines but only "
-          f"{len(alloc)} were given. Using a different number of machines than the one requested is "
-          "prevented by default. If you meant to use multiple executors per machine, please specify a custom "
-          "execution "
-          "mapping specifying which allocated machine each executor should use.", f"{S}:1039")
+    prof = job.profile_data
+    any_size = prof.get("type") == "parallel_homogeneous_total" or _sequence_of_total(ctx, job)
+    invalid = f"Job '{jid}' allocation ('{alloc_str}') is invalid."
+    if not any_size and mapping is not None:
+        check(len(mapping) == job.res, f"{invalid} The decision process set a custom mapping for this job, "
+              f"but the custom mapping size ({len(mapping)}) does not match the job requested number of "
+              f"machines ({job.res}).", S)
+    elif not any_size:
+        check(len(alloc) == job.res, f"{invalid} The job requires {job.res} machines but only {len(alloc)} "
+              "were given. Using a different number of machines than the one requested is prevented by "
+              "default. If you meant to use multiple executors per machine, please specify a custom "
+              "execution mapping specifying which allocated machine each executor should use.", f"{S}:1039")
+    executors = mapping if mapping is not None else list(range(len(alloc)))
+    job.hosts = [machines.machines[alloc[i]].name for i in executors]
     job.state = "RUNNING"
     job.alloc = list(alloc)
     job.start = ctx.k.now
     ctx.counters.running += 1
     for mid in alloc:
         machines.add_job(mid, jid, job.start)
+    machines.states.job_ran(list(alloc), job.start)
     host = machines.machines[alloc[0]].name
     return _create_job_actor(ctx, jid, host, job)
+
+
+def _sequence_of_total(ctx: Context, job: Any) -> bool:
+    """A composed profile whose every member is parallel_homogeneous_total may run on any number of hosts."""
+    prof = job.profile_data
+    if prof.get("type") != "composed":
+        return False
+    wl = find_workload(ctx, job.workload)
+    profiles = wl.profiles if wl is not None else {}
+    total = "parallel_homogeneous_total"
+    return all(profiles.get(sub, {}).get("type") == total for sub in prof.get("seq", []))
 
 
 def _create_job_actor(ctx: Context, jid: str, host: str, job: Any) -> Generator[tuple[Any, ...], Any, None]:
@@ -232,6 +251,8 @@ def on_event_occurred(ctx: Context, msg: tuple[Any, ...]) -> None:
     for ev in msg[1]:
         etype = ev.get("type")
         if etype in ("machine_unavailable", "machine_available"):
+            busy = [bool(m.jobs) for m in ctx.machines.machines]
+            ctx.machines.states.event(etype, ev.get("resources", ""), busy)
             ctx.notify(f"event_{etype}", {"resources": str(ev.get("resources", ""))})
         else:  # generic: loading kept it only under --forward-unknown-events; forwarded verbatim
             ctx.append("NOTIFY", jsonfmt.dumps(ev))

@@ -12,9 +12,10 @@ from collections.abc import Callable
 
 import numpy as np
 
+from .lmm import DBL_MAX, Constraint, Element, System
+
 NO_MAX_DURATION = -1.0
 TCP_GAMMA = 4194304.0
-DBL_MAX = 1.7976931348623157e308
 
 
 def double_update(value: float, delta: float, precision: float) -> float:
@@ -22,29 +23,40 @@ def double_update(value: float, delta: float, precision: float) -> float:
     return 0.0 if value < precision else value
 
 
-class Link:
+class Link(Constraint):
     """A link constraint: bandwidth bound, latency, and whether flows share it (FATPIPE does not)."""
 
-    __slots__ = ("name", "bandwidth", "latency", "fatpipe")
+    __slots__ = ("latency",)
 
     def __init__(self, name: str, bandwidth: float, latency: float, fatpipe: bool = False) -> None:
-        self.name, self.bandwidth, self.latency, self.fatpipe = name, bandwidth, latency, fatpipe
+        super().__init__(name, bandwidth, fatpipe)
+        self.latency = latency
+
+    @property
+    def bandwidth(self) -> float:
+        return self.bound
 
 
 class Action:
+    """An L07 action: a sleep (no elements), a 1-byte message or a ptask; its LMM variable is itself."""
+
     __slots__ = (
         "latency",
         "remains",
         "max_duration",
         "penalty",
         "suspended",
-        "rate",
+        "value",
         "bound",
-        "links",
-        "route_latency",
+        "mu",
+        "linked",
+        "elems",
+        "net_bound",
+        "cpu_bound",
         "post",
         "key",
         "slot",
+        "done",
     )
 
     def __init__(self, post: Callable[[], None]) -> None:
@@ -53,41 +65,49 @@ class Action:
         self.max_duration = NO_MAX_DURATION
         self.penalty = 1.0
         self.suspended = False
-        self.rate = 0.0
+        self.value = 0.0
         self.bound = -1.0
-        self.links: tuple[Link, ...] = ()
-        self.route_latency = 0.0
+        self.mu = 0.0
+        self.linked = False
+        self.elems: list[Element] = []
+        self.net_bound = DBL_MAX
+        self.cpu_bound = DBL_MAX
         self.post = post
         self.key = 0  # creation rank: the started-set order
         self.slot = -1  # column of a sleeper in the model's numpy columns
+        self.done = False
 
-    def update_bound(self) -> None:
-        if self.route_latency > 0 and self.latency <= 0.0:
-            self.bound = TCP_GAMMA / (2.0 * self.route_latency)
+    def bound_now(self) -> float:
+        """L07Action::update_bound: once the latency is paid, the tighter of the network and CPU bounds."""
+        bound = min(self.net_bound, self.cpu_bound)
+        return bound if bound < DBL_MAX and self.latency <= 0.0 else self.bound
 
 
 class Model:
-    """The L07 host model: one ordered set of started actions, a fair-bottleneck solver, full updates.
+    """The L07 host model: one ordered set of started actions, the fair-bottleneck system, full updates.
 
     Sleeps (and the double's ptask timers) only count their max duration down; they are kept in numpy
     columns so that a step costs one vector subtraction however many jobs sleep (same IEEE arithmetic
     as SimGrid's loop, action by action). Finished actions are posted in creation order, as SimGrid's
-    started-set walk finishes them."""
+    started-set walk finishes them; cancelled ones (failed) before them."""
 
     def __init__(self, surf_precision: float, maxmin_precision: float) -> None:
         self.surf_precision = surf_precision
         self.maxmin_precision = maxmin_precision
+        self.system = System(maxmin_precision)
         self.started: dict[int, Action] = {}
         self.finished: deque[Action] = deque()
+        self.failed: deque[Action] = deque()
         self._seq = 0
         self._md = np.full(1024, np.inf)
         self._sseq = np.zeros(1024, dtype=np.int64)
         self._sleepers: list[Action | None] = []
 
     def add(self, action: Action) -> Action:
+        """L07Action's constructor: a variable with penalty 0 while the latency is paid, else enabled now."""
         self._seq += 1
         action.key = self._seq
-        if action.penalty == 0.0 and action.suspended and action.max_duration >= 0 and not action.links:
+        if action.penalty == 0.0 and action.suspended and action.max_duration >= 0 and not action.elems:
             n = len(self._sleepers)
             if n == len(self._md):
                 self._compact()
@@ -99,9 +119,20 @@ class Model:
             self._sseq[n] = self._seq
             self._sleepers.append(action)
             action.slot = n
-        else:
-            self.started[self._seq] = action
+            return action
+        self.started[self._seq] = action
+        if action.latency > 0:
+            action.penalty = 0.0
+        elif action.penalty > 0:
+            action.bound = action.bound_now()
+            self._enable(action)
         return action
+
+    def _enable(self, action: Action) -> None:
+        if action.elems:
+            self.system.enable(action)
+        else:
+            action.value = 1.0
 
     def _compact(self) -> None:
         keep = [i for i, a in enumerate(self._sleepers) if a is not None]
@@ -114,84 +145,25 @@ class Model:
             a.slot = i  # type: ignore[union-attr]
 
     def cancel(self, action: Action) -> None:
+        """Action::cancel then unref: the action leaves the started set and its variable the system."""
         if action.slot >= 0:
             self._md[action.slot] = np.inf
             self._sleepers[action.slot] = None
-        else:
-            self.started.pop(action.key, None)
+        elif self.started.pop(action.key, None) is not None:
+            self._drop(action)
+        action.done = True
 
-    def _solve(self) -> None:
-        """FairBottleneck::do_solve for link constraints (cpu elements of comms weigh 0)."""
-        saturated: list[Action] = []
-        for a in self.started.values():
-            a.rate = 0.0
-            if a.penalty > 0.0:
-                if a.links:
-                    saturated.append(a)
-                else:
-                    a.rate = 1.0
-        if not saturated:
-            return
-        users: dict[Link, list[Action]] = {}
-        for a in saturated:
-            for link in a.links:
-                users.setdefault(link, []).append(a)
-        remaining = {link: link.bandwidth for link in users}
-        cnsts = list(users)
-        live = set(map(id, saturated))
-        while saturated:
-            usage: dict[Link, float] = {}
-            kept = []
-            for c in cnsts:
-                nb = sum(1 for a in users[c] if id(a) in live)
-                if nb and c.fatpipe:
-                    nb = 1
-                if nb == 0:
-                    remaining[c] = 0.0
-                else:
-                    usage[c] = remaining[c] / nb
-                    kept.append(c)
-            cnsts = kept
-            mu: dict[int, float] = {}
-            for a in list(saturated):
-                inc = DBL_MAX
-                for link in a.links:
-                    if link in usage:
-                        inc = min(inc, usage[link])
-                if a.bound > 0:
-                    inc = min(inc, a.bound - a.rate)
-                mu[id(a)] = inc
-                a.rate += inc
-                if a.rate == a.bound:
-                    saturated.remove(a)
-                    live.discard(id(a))
-            kept = []
-            for c in cnsts:
-                if not c.fatpipe:
-                    for a in users[c]:
-                        remaining[c] = double_update(remaining[c], mu.get(id(a), 0.0), self.maxmin_precision)
-                else:
-                    u = usage[c]
-                    for a in users[c]:
-                        u = min(u, mu.get(id(a), 0.0))
-                    remaining[c] = double_update(remaining[c], u, self.maxmin_precision)
-                if remaining[c] <= 0.0:
-                    for a in users[c]:
-                        if id(a) in live:
-                            live.discard(id(a))
-                            saturated.remove(a)
-                else:
-                    kept.append(c)
-            cnsts = kept
-            for a in saturated:
-                mu[id(a)] = 0.0
+    def _drop(self, action: Action) -> None:
+        if action.penalty > 0 and action.elems:
+            self.system.remove(action)
+        action.value = 0.0
 
     def next_event(self) -> float:
-        self._solve()
+        self.system.solve()
         low = -1.0
         for a in self.started.values():
-            if a.rate > 0:
-                value = a.remains / a.rate if a.remains > 0 else 0.0
+            if a.value > 0:
+                value = a.remains / a.value if a.remains > 0 else 0.0
                 if low < 0 or value < low:
                     low = value
             if a.max_duration >= 0 and (low < 0 or a.max_duration < low):
@@ -212,9 +184,10 @@ class Model:
             if a.latency > 0:
                 a.latency = double_update(a.latency, delta, surf) if a.latency > delta else 0.0
                 if a.latency <= 0.0 and not a.suspended:
-                    a.update_bound()
+                    a.bound = a.bound_now()
                     a.penalty = 1.0
-            a.remains = double_update(a.remains, a.rate * delta, self.maxmin_precision * surf)
+                    self._enable(a)
+            a.remains = double_update(a.remains, a.value * delta, self.maxmin_precision * surf)
             if a.max_duration != NO_MAX_DURATION:
                 a.max_duration = double_update(a.max_duration, delta, surf)
             if (a.remains <= 0 and a.penalty > 0) or (
@@ -222,6 +195,9 @@ class Model:
             ):
                 done.append(key)
         ended = [(key, self.started.pop(key)) for key in done]
+        for _, action in ended:
+            self._drop(action)
+            action.done = True
         n = len(self._sleepers)
         if n:
             m = self._md[:n]
@@ -232,6 +208,7 @@ class Model:
                 for slot in slots.tolist():
                     action = self._sleepers[slot]
                     self._sleepers[slot] = None
+                    action.done = True  # type: ignore[union-attr]
                     ended.append((int(self._sseq[slot]), action))  # type: ignore[arg-type]
                 m[slots] = np.inf
                 ended.sort(key=lambda pair: pair[0])

@@ -14,6 +14,7 @@ import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
+from .lmm import Constraint
 from .sharing import Link
 
 _UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9, "ps": 1e-12, "m": 60.0, "h": 3600.0,
@@ -66,10 +67,12 @@ def parse_speed(text: str | None) -> float:
 @dataclass
 class Host:
     name: str
-    speed: float
+    speed: float  # one core's speed (first pstate)
     props: dict[str, str]
     zone_props: dict[str, str]
     zone: Zone
+    cores: int = 1
+    cpu: Constraint | None = None  # L07's CPU constraint: cores x speed
 
 
 @dataclass
@@ -80,10 +83,12 @@ class Zone:
     routes: dict[tuple[str, str], tuple[Link, ...]] = field(default_factory=dict)
     zone_routes: dict[tuple[str, str], tuple[str, str, tuple[Link, ...]]] = field(default_factory=dict)
     children: list[Zone] = field(default_factory=list)
-    # cluster model: each host's private (up, down) links, and the backbone
+    # cluster model (a StarZone): each host's links up and down, its loopback, and the backbone
     private: dict[str, tuple[Link, Link]] | None = None
     backbone: Link | None = None
     router: str | None = None
+    loopbacks: dict[str, Link] = field(default_factory=dict)
+    limiters: dict[str, Link] = field(default_factory=dict)
 
 
 def _props(elem: ET.Element) -> dict[str, str]:
@@ -124,12 +129,14 @@ class Platform:
     def _walk(self, elem: ET.Element, zone: Zone, zprops: dict[str, str]) -> None:
         for child in elem:
             tag = child.tag
+            _refuse_unmodelled(child)
             if tag in ("zone", "AS"):
                 sub = Zone(child.get("id", ""), zone, _props(child))
                 zone.children.append(sub)
                 self._walk(child, sub, {**zprops, **sub.props})
             elif tag == "host":
-                self._add_host(child.get("id", ""), child.get("speed"), _props(child), zprops, zone)
+                self._add_host(child.get("id", ""), child.get("speed"), _props(child), zprops, zone,
+                               _cores(child))
             elif tag == "cluster":
                 self._add_cluster(child, zone, zprops)
             elif tag == "link":
@@ -143,8 +150,9 @@ class Platform:
                 self._elem_zone[child.get("id", "")] = zone
 
     def _add_host(self, name: str, speed: str | None, props: dict[str, str], zprops: dict[str, str],
-                  zone: Zone) -> None:
-        self.hosts[name] = Host(name, parse_speed(speed), props, dict(zprops), zone)
+                  zone: Zone, cores: int = 1) -> None:
+        host = self.hosts[name] = Host(name, parse_speed(speed), props, dict(zprops), zone, cores)
+        host.cpu = Constraint(name, cores * host.speed)
         self._elem_zone[name] = zone
 
     def _add_cluster(self, elem: ET.Element, parent: Zone, zprops: dict[str, str]) -> None:
@@ -161,11 +169,20 @@ class Platform:
         self._elem_zone[zone.router] = zone
         props = _props(elem)
         shared = elem.get("sharing_policy", "SPLITDUPLEX").upper()
+        lb_bw, lb_lat = elem.get("loopback_bw"), elem.get("loopback_lat")
+        limiter = elem.get("limiter_link")
         for i in _radical(elem.get("radical", "0")):
             name = f"{prefix}{i}{suffix}"
             # A <cluster> is a zone whose <prop>s are also its hosts' zone properties; Batsim lists them
             # from SimGrid's std::unordered_map, most recently inserted first for such small maps.
-            self._add_host(name, elem.get("speed"), dict(props), dict(reversed(props.items())), zone)
+            self._add_host(name, elem.get("speed"), dict(props), dict(reversed(props.items())), zone,
+                           _cores(elem))
+            if (lb_bw and parse_bandwidth(lb_bw) > 0) or (lb_lat and parse_time(lb_lat) > 0):
+                lb_bandwidth = parse_bandwidth(lb_bw) if lb_bw else 0.0
+                lb_name = f"{cid}_link_{i}_loopback"
+                zone.loopbacks[name] = Link(lb_name, lb_bandwidth, parse_time(lb_lat), True)
+            if limiter and parse_bandwidth(limiter) > 0:
+                zone.limiters[name] = Link(f"{cid}_link_{i}_limiter", parse_bandwidth(limiter), 0.0)
             if shared == "SPLITDUPLEX":
                 zone.private[name] = (Link(f"{cid}_link_{i}_UP", bw, lat),
                                       Link(f"{cid}_link_{i}_DOWN", bw, lat))
@@ -243,16 +260,52 @@ class Platform:
 
     def _local(self, zone: Zone, src: str, dst: str) -> tuple[Link, ...]:
         if zone.private is not None:
-            out: list[Link] = []
-            if src != zone.router:
-                out.append(zone.private[src][0])
-            if zone.backbone is not None:
-                out.append(zone.backbone)
-            if dst != zone.router:
-                out.append(zone.private[dst][1])
-            return tuple(out)
+            return self._star(zone, src, dst)
         if (src, dst) in zone.routes:
             return zone.routes[(src, dst)]
         if src == dst:
             return (self.loopback,)
         return ()
+
+    @staticmethod
+    def _star(zone: Zone, src: str, dst: str) -> tuple[Link, ...]:
+        """StarZone::get_local_route of a <cluster>: the loopback to itself, else src's links up (limiter,
+        link, backbone) then dst's links down (backbone, link, limiter), each link once."""
+        if src == dst and src in zone.loopbacks:
+            return (zone.loopbacks[src],)
+        seq: list[Link | None] = []
+        if src != zone.router:
+            seq += [zone.limiters.get(src), zone.private[src][0], zone.backbone]  # type: ignore[index]
+        if dst != zone.router:
+            seq += [zone.backbone, zone.private[dst][1], zone.limiters.get(dst)]  # type: ignore[index]
+        out: list[Link] = []
+        for link in seq:
+            if link is not None and not any(link is x for x in out):
+                out.append(link)
+        return tuple(out)
+
+
+_UNMODELLED_ATTRS = ("speed_file", "availability_file", "state_file", "bandwidth_file", "latency_file")
+
+
+def _refuse_unmodelled(elem: ET.Element) -> None:
+    """What SimGrid would route or vary differently from the double: refused, never approximated."""
+    what = None
+    if elem.tag in ("zone", "AS") and elem.get("routing", "Full") != "Full":
+        what = f"routing=\"{elem.get('routing')}\" (zone '{elem.get('id')}'): only Full routing is modelled"
+    elif elem.tag == "cluster" and elem.get("topology", "FLAT").upper() != "FLAT":
+        what = f"cluster topology {elem.get('topology')} ('{elem.get('id')}'): only flat clusters are"
+        what += " modelled"
+    elif elem.tag in ("trace", "trace_connect", "storage", "peer", "cabinet", "bypassRoute", "bypassASroute",
+                      "bypassZoneRoute"):
+        what = f"<{elem.tag}> is not modelled"
+    else:
+        attrs = [a for a in _UNMODELLED_ATTRS if elem.get(a)]
+        if attrs:
+            what = f"{attrs[0]} on <{elem.tag} id='{elem.get('id')}'>: profiles over time are not modelled"
+    if what:
+        raise PlatformError(f"batsim double: {what} (see docs/batsim_double.md)")
+
+
+def _cores(elem: ET.Element) -> int:
+    return int(elem.get("core", "1") or 1)

@@ -38,6 +38,8 @@ class Job:
     return_code: int = 0
     kill_requested: bool = False
     metadata: str = ""
+    hosts: list[str] = field(default_factory=list)  # one host name per executor (the mapping applied)
+    task: Any = None  # the running task tree (tasks.BatTask)
 
 
 def job_identifier(raw_id: Any, workload: str) -> str:
@@ -78,6 +80,8 @@ def load_workload(path: str, name: str) -> Workload:
         jobs.append(Job(jid, name, jid.split("!")[1], float(raw["subtime"]), int(raw["res"]), walltime, prof,
                         profiles_all[prof], jsonfmt.dumps(rewritten), order))
         referenced.setdefault(prof, None)
+    for prof in list(referenced):
+        _sequence_members(profiles_all, prof, referenced)
     profiles = {p: profiles_all[p] for p in referenced}
     return Workload(name, absolute_filename(path), jobs, profiles, doc["nb_res"])
 
@@ -86,3 +90,16 @@ def absolute_filename(path: str | os.PathLike[str]) -> str:
     """Batsim's absolute_filename (batsim.cpp): cwd + '/' + path, '..' kept as given."""
     path = str(path)
     return path if path.startswith("/") else f"{os.getcwd()}/{path}"
+
+
+def _sequence_members(profiles: dict[str, dict[str, Any]], name: str, out: dict[str, None]) -> None:
+    """A composed profile keeps the profiles of its `seq` alive (Workload::check_validity's refcounts)."""
+    prof = profiles[name]
+    if prof.get("type") != "composed":
+        return
+    for sub in prof.get("seq", []):
+        if sub not in profiles:
+            raise WorkloadError(f"Invalid composed profile '{name}': the used profile '{sub}' does not exist")
+        if sub not in out:
+            out[sub] = None
+            _sequence_members(profiles, sub, out)

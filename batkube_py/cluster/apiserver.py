@@ -73,6 +73,7 @@ class ApiServerCluster(expedite.BackoffExpedite):
         self.left_in_backoff = 0
         self._fences: dict[str, int] = {"UnschedulablePodAdd": 0, "AssignedPodDelete": 0, "NodeAdd": 0}
         self._closed = False
+        self._cordoned: set[str] = set()
         self._unfenced_deletes = False
         self._moved = False  # a delete or node change since the last cycle
         self.watch = PodWatch(self.core, self.namespace)
@@ -216,6 +217,7 @@ class ApiServerCluster(expedite.BackoffExpedite):
 
     def set_nodes_schedulable(self, nodes: list[str], schedulable: bool, now: float) -> None:
         self._moved = True
+        (self._cordoned.difference_update if schedulable else self._cordoned.update)(nodes)
         for name in nodes:
             if not self.broken:
                 try:
@@ -353,6 +355,27 @@ class ApiServerCluster(expedite.BackoffExpedite):
 
     def new_bindings(self) -> int:
         return len(self.watch.bound)
+
+    def owed(self) -> int:
+        """Pending pods of other schedulers (no /metrics) that fit some node's free room now: a mark
+        they carry may predate the delete that made the room, and a scheduler busy with its backlog
+        makes no pod event, so silence is no answer for them (sync.py's settle waits)."""
+        with self.watch.cond:
+            pending = [n for n, v in self.watch.pods.items() if v.node is None and not v.kube]
+            if not pending:
+                return 0
+            free, _ = self._free()
+        names = self._labels.names
+        rooms = [tuple(free[n]) for n in names]
+        usable = [n not in self._cordoned for n in names]
+        owed = 0
+        for name in pending:
+            if (pod := self.specs.get(name)) is None:
+                continue
+            req = expedite.Request(*self.requests[name])
+            ok = np.array([u and expedite.fits(req, free[n]) for n, u in zip(names, usable, strict=True)])
+            owed += bool(ok.any()) and fit.never_fits(pod, self._labels, ok, rooms) is None
+        return owed
 
     def last_event_age(self) -> float:
         """Since the last pod event or the adapter's last write, whichever came later: a write's events

@@ -64,6 +64,8 @@ class EmbeddedCluster:
             if plugin.hinted_events
         }
         self.queue = SchedulingQueue(queue_config or QueueConfig(), registrations, hints)
+        if mixed := {p.kube_version for p in self.profiles.values()} - {self.kube_version}:
+            raise ValueError(f"profiles follow kube-scheduler {sorted(mixed)}, the queue {self.kube_version}")
         self.pods: dict[str, PodInfo] = {}
         self._running = 0
         self.recorder = recorder
@@ -117,7 +119,12 @@ class EmbeddedCluster:
 
     def delete_pod(self, name: str, now: float) -> None:
         info = self.pods.pop(name)
+        nominated_to = info.nominated_node
         self.nodes.nominate(info, None)
+        if info.node is None and nominated_to is not None and self.queue.config.kube_version != "1.32":
+            # 1.37 (eventhandlers.go, deletePodFromSchedulingQueue): a deleted pod that had a nominated
+            # node frees it for the pods of lower or equal priority, which counted it as assigned there
+            self.queue.event(POD_DELETE, [nominated_to], [info], max_priority=info.priority)
         if info.node is not None:
             self.nodes.release(info.node, info)
             self.queue.event(POD_DELETE, [info.node], [info])
@@ -268,7 +275,12 @@ class EmbeddedCluster:
         return self._running
 
     def report(self) -> dict:
-        return {}
+        return {"twin_kube_version": self.kube_version}
+
+    @property
+    def kube_version(self) -> str:
+        """The kube-scheduler release the twin follows (versions.py): its queue's, as its profiles'."""
+        return self.queue.config.kube_version
 
     def over_allocations(self) -> int:
         return self.nodes.over_allocated()

@@ -119,7 +119,7 @@ class PacedCluster(ApiServerCluster):
         return self.shadow.running()
 
     def report(self) -> dict:
-        return {"real_attempts": self.parity.attempts, **self.parity.summary()}
+        return {"real_attempts": self.parity.attempts, **self.parity.summary(), **self.shadow.report()}
 
     def close(self) -> None:
         if not self._closed:

@@ -11,7 +11,7 @@ import contextlib
 import logging
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from kubernetes import client, config
 from pydantic import BaseModel
@@ -35,6 +35,9 @@ class ApiServerConfig(BaseModel):
     scheduler_names: list[str] = []
     sync: SyncOptions = SyncOptions()
     keep_controlplane: bool = False
+    # the release of the real kube-scheduler, which the twin that paces it follows (scheduler/versions.py);
+    # 1.32: the control plane `batkube controlplane build` builds today is 1.32.6
+    kube_version: Literal["1.32", "1.37"] = "1.32"
 
 
 def scheduler_facts(scheduler_config: Path | None) -> tuple[set[str], float]:
@@ -138,11 +141,13 @@ def paced_parts(cfg: ApiServerConfig, real_config: Path | None, names: set[str],
                 f"{cfg.scheduler_config}`, or leave out --controlplane-dir for a private one"
             )
     try:
-        real = load_config(real_config) if real_config is not None else default_config()
-        user = load_config(cfg.scheduler_config) if cfg.scheduler_config is not None else default_config()
+        v = cfg.kube_version
+        real = load_config(real_config, v) if real_config is not None else default_config(v)
+        user = load_config(cfg.scheduler_config, v) if cfg.scheduler_config is not None else default_config(v)
     except ConfigError as exc:
         raise ControlPlaneError(f"--scheduler-config: {exc}") from None
-    queue = QueueConfig(pod_initial_backoff=user.pod_initial_backoff, pod_max_backoff=user.pod_max_backoff)
+    queue = QueueConfig(pod_initial_backoff=user.pod_initial_backoff, pod_max_backoff=user.pod_max_backoff,
+                        kube_version=v)  # fmt: skip
     return build_profiles(real, 0), queue
 
 

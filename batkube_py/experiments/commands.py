@@ -114,6 +114,7 @@ def run_cmd(
     <case>/comparison.* and figures, sweeps/*.csv|png|svg. Exits non-zero if a run failed
     (unless the variant says failures_expected, as the min-delay sweep does).
     """
+    from batkube_py.experiments.executors import ExecutorUnavailable
     from batkube_py.experiments.runner import ExperimentError, Options, run_experiment
     from batkube_py.experiments.spec import SpecError
     from batkube_py.run import exit_on_sigterm
@@ -148,7 +149,7 @@ def run_cmd(
         opts.jobs = jobs
     try:
         outcome = run_experiment(path, opts)
-    except (SpecError, ExperimentError) as exc:
+    except (SpecError, ExperimentError, ExecutorUnavailable) as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(outcome.table, nl=False)
     for note in outcome.notes:

@@ -14,6 +14,7 @@ time after the others, so that concurrent runs do not steal their CPU and bias w
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import traceback
 from collections.abc import Callable
@@ -101,7 +102,16 @@ class DaskCluster:
                 cluster.close()
 
 
+class ExecutorUnavailable(RuntimeError):
+    """The executor asked for needs an optional extra that is not installed."""
+
+
 def make_executor(kind: str, jobs: int, address: str | None = None) -> Executor:
     if kind == "dask" or address is not None:
+        if importlib.util.find_spec("distributed") is None:
+            raise ExecutorUnavailable(
+                "the dask executor needs Dask's `distributed`, an optional extra: "
+                "pip install 'batkube-py[distributed]' (or run without --executor dask / --address)"
+            )
         return DaskCluster(address, jobs)
     return LocalPool(jobs)

@@ -52,7 +52,8 @@ def write_runs_csv(tasks: list[Task], results: dict[Path, dict[str, Any]], path:
         "makespan",
         "mean_waiting_time",
         "wall_seconds",
-        "max_rss_mib",
+        "adapter_peak_rss_mib",
+        "batsim_peak_rss_mib",
         "error",
         "dir",
     ]
@@ -73,7 +74,8 @@ def write_runs_csv(tasks: list[Task], results: dict[Path, dict[str, Any]], path:
                     r.get("makespan"),
                     r.get("mean_waiting_time"),
                     r.get("wall_seconds"),
-                    r.get("max_rss_mib"),
+                    r.get("adapter_peak_rss_mib"),
+                    r.get("batsim_peak_rss_mib"),
                     r.get("error") or "",
                     t.out.relative_to(path.parent),
                 ]
@@ -230,17 +232,20 @@ def _available_sweep_refs(case: str, refs: list, base: Path, outcome: Outcome) -
 
 def _resources(exp: Experiment, tasks: list[Task], results: dict) -> str:
     lines = [
-        "| case | variant | runs ok | wall time (s) | peak RSS of `batkube run` (MiB) |",
+        "| case | variant | runs ok | wall time (s) | peak RSS, adapter / Batsim (MiB) |",
         "|---|---|---|---|---|",
     ]
     keys = list(dict.fromkeys((t.case, t.variant) for t in tasks if t.param is None))
     for case, variant in keys:
         rs = [results.get(t.out, {}) for t in tasks if (t.case, t.variant) == (case, variant)]
         ok = [r for r in rs if r.get("status") == "ok"]
-        rss = [r["max_rss_mib"] for r in ok if r.get("max_rss_mib") is not None]
+        peaks = []
+        for key in ("adapter_peak_rss_mib", "batsim_peak_rss_mib"):
+            rss = [r[key] for r in ok if r.get(key) is not None]
+            peaks.append(f"{max(rss):g}" if rss else "—")
         lines.append(
             f"| {case} | {variant} | {len(ok)}/{len(rs)} | {_fmt([r['wall_seconds'] for r in ok], 1)} | "
-            f"{max(rss) if rss else '—'} |"
+            f"{' / '.join(peaks)} |"
         )
     return "\n".join(lines) + "\n"
 

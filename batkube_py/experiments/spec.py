@@ -196,8 +196,10 @@ def _substitute(node: object, env: dict[str, str], where: str) -> object:
             return env[m.group(1)]
 
         def data(m: re.Match) -> str:
+            shared = env.get("shared", "")  # the files' folder of reference data, --var shared=PATH
+            also = Path(shared).expanduser() if shared and "${" not in shared else None
             try:
-                return str(datasets.path(m.group(1)))
+                return str(datasets.path(m.group(1), also))
             except datasets.DataError as exc:
                 raise SpecError(f"{where}: {exc}") from None
 

@@ -1,8 +1,10 @@
 """One run, executed wherever the executor puts it (a local pool process or a Dask worker).
 
 The run is a `batkube run` child process rather than a function call: each run gets a fresh interpreter
-(logging handlers, ZeroMQ context, control-plane session), and `os.wait4` gives that child's own peak
-memory, which is what the scale experiment reports.
+(logging handlers, ZeroMQ context, control-plane session). Its CPU and memory figures are the ones the
+run measured itself (summary.json: the adapter's own, Batsim's own; see :mod:`batkube_py.usage`), not
+wait4's on the child: Linux hands a child the peak RSS of the process that started it, so every run
+started from this pool reported the pool worker's ~138 MiB.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from batkube_py.experiments.plan import Task
 from batkube_py.run import stop_process
 
 RESULT = "result.json"
+USAGE_KEYS = ("adapter_cpu_seconds", "adapter_peak_rss_mib", "batsim_cpu_seconds", "batsim_peak_rss_mib")
 
 
 def finished(task: Task) -> dict[str, Any] | None:
@@ -53,7 +56,7 @@ class RunStopped(RuntimeError):
 
 
 def _wait(proc: subprocess.Popen, deadline: float | None) -> tuple[int, Any, bool]:
-    """Waits for the run (wait4 gives its peak memory); past the deadline, TERM then KILL its group."""
+    """Waits for the run; past the deadline, TERM then KILL its group."""
     term_sent: float | None = None
     while True:
         pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
@@ -111,7 +114,7 @@ def _execute(task: Task, out: Path) -> dict[str, Any]:
             argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
         )
         try:
-            status, usage, timed_out = _wait(proc, None if task.timeout is None else start + task.timeout)
+            status, _, timed_out = _wait(proc, None if task.timeout is None else start + task.timeout)
         except BaseException:
             # the runner itself is stopped (SIGTERM, Ctrl-C): the run is in a session of its own, so
             # nothing reaches it unless we pass it on; it then stops its private control plane
@@ -133,7 +136,7 @@ def _execute(task: Task, out: Path) -> dict[str, Any]:
         "exit_code": proc.returncode,
         "error": error,
         "wall_seconds": round(wall, 3),
-        "max_rss_mib": round(usage.ru_maxrss / 1024, 1),
+        **{k: summary.get(k) for k in USAGE_KEYS},
         "makespan": summary.get("makespan"),
         "mean_waiting_time": summary.get("mean_waiting_time"),
         "argv": list(task.argv),

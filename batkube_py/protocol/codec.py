@@ -26,10 +26,23 @@ def _describe(err: ValidationError) -> str:
     return "; ".join(parts)
 
 
+# Past 2**33 s (272 years) a double no longer resolves Batsim's 1e-6 s, and the adapter's instants
+# (instant.py: t + 0.02) stop moving at all by 2**49 s: such a clock is refused, not spun on.
+MAX_TIME = float(2**33)
+
+
 def _number(value: Any, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ProtocolError(f"{where} must be a number, got {value!r}")
     return float(value)
+
+
+def _time(value: Any, where: str) -> float:
+    t = _number(value, where)
+    if not abs(t) <= MAX_TIME:  # also NaN and the infinities
+        raise ProtocolError(f"{where} is {value!r}: a simulated time must be finite and within "
+                            f"{MAX_TIME:.0f} s (272 years), where a double still resolves 1e-6 s")
+    return t
 
 
 def decode_message(raw: bytes | str) -> tuple[Message, list[dict[str, Any]]]:
@@ -48,7 +61,7 @@ def decode_message(raw: bytes | str) -> tuple[Message, list[dict[str, Any]]]:
     missing = [k for k in ("now", "events") if k not in doc]
     if missing:
         raise ProtocolError(f"message has no {' and no '.join(repr(k) for k in missing)} key")
-    now = _number(doc["now"], "'now'")
+    now = _time(doc["now"], "'now'")
     if not isinstance(doc["events"], list):
         raise ProtocolError("'events' must be an array")
     events: list[Event] = []
@@ -59,7 +72,7 @@ def decode_message(raw: bytes | str) -> tuple[Message, list[dict[str, Any]]]:
         for key in ("timestamp", "type", "data"):
             if key not in ev:
                 raise ProtocolError(f"event {i} ({ev.get('type', '?')}) has no {key!r} key")
-        ts = _number(ev["timestamp"], f"event {i} timestamp")
+        ts = _time(ev["timestamp"], f"event {i} timestamp")
         kind = ev["type"]
         model = INCOMING.get(kind) if isinstance(kind, str) else None
         if model is None:

@@ -38,7 +38,7 @@ JobState = Literal[
 
 
 class Resource(_Strict):
-    id: int
+    id: int = Field(ge=0)  # Batsim numbers hosts from 0; a negative id is no interval of hosts
     name: str
     state: str
     properties: dict[str, str] = Field(default_factory=dict)

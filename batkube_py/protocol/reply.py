@@ -59,6 +59,17 @@ class Reply:
         self._last = ts
         self._events.append((ts, kind, data))
 
+    def unkill(self, job_id: str) -> None:
+        """Take `job_id` out of this reply's KILL_JOB events (dropping an event left empty)."""
+        kept = []
+        for ts, kind, data in self._events:
+            if kind == "KILL_JOB" and job_id in data["job_ids"]:
+                data = {**data, "job_ids": [j for j in data["job_ids"] if j != job_id]}
+                if not data["job_ids"]:
+                    continue
+            kept.append((ts, kind, data))
+        self._events = kept
+
     def execute(
         self, job_id: str, alloc: ProcSet, res: int, text: str | None = None, mapping: dict | None = None
     ) -> None:

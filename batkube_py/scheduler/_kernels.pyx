@@ -88,3 +88,27 @@ def first_max(const int64_t[::1] total):
         elif total[i] == best:
             count += 1
     return first, count
+
+
+def go_heap_root(const int64_t[::1] total):
+    """Go's heap.Init over the scores (Less: strictly higher score), then the root's index: the twin's
+    1.37 tie-break (ties.py holds the reference loop)."""
+    cdef Py_ssize_t n = total.shape[0]
+    cdef Py_ssize_t i0, i, j, t
+    h_arr = np.arange(n, dtype=np.intp)
+    cdef Py_ssize_t[::1] h = h_arr
+    for i0 in range(n // 2 - 1, -1, -1):
+        i = i0
+        while True:
+            j = 2 * i + 1
+            if j >= n:
+                break
+            if j + 1 < n and total[h[j + 1]] > total[h[j]]:
+                j += 1
+            if not total[h[j]] > total[h[i]]:
+                break
+            t = h[i]
+            h[i] = h[j]
+            h[j] = t
+            i = j
+    return h[0] if n else -1

@@ -3,7 +3,8 @@
 `load_config(path)` parses and validates a YAML file; `default_config()` is what an empty file gives;
 `build_profiles(config, seed)` turns it into framework Profiles. Defaulting follows upstream v1
 (SetDefaults_KubeSchedulerConfiguration, mergePlugins, the framework's MultiPoint expansion and score
-weights), so a profile that disables, re-weights or re-orders plugins behaves as it would in 1.32.
+weights), so a profile that disables, re-weights or re-orders plugins behaves as it would in the
+kube-scheduler release the twin follows (versions.py: 1.32.6 or 1.37.2).
 Decoding is strict like kube-scheduler's: an unknown field is an error, reported with its path.
 
 Custom plugins: a Python class deriving from framework.Plugin is usable by its import path
@@ -23,9 +24,12 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from batkube_py import safeyaml
+from batkube_py.scheduler.batching import batching_live, refusal
 from batkube_py.scheduler.framework import Plugin, PreemptionArgs, Profile
+from batkube_py.scheduler.multipoint import expand, merge, points_of
 from batkube_py.scheduler.pluginargs import ARGS, DefaultPreemptionArgs
-from batkube_py.scheduler.plugins import REGISTRY, build_plugin
+from batkube_py.scheduler.plugins import ONLY_137, REGISTRY, build_plugin
+from batkube_py.scheduler.versions import DEFAULT_KUBE_VERSION, KubeVersion, default_multipoint
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
 DEFAULT_SCHEDULER = "default-scheduler"
@@ -35,15 +39,6 @@ POINTS = (
 )  # fmt: skip
 MODELLED_POINTS = ("preFilter", "filter", "preScore", "score")
 REMOVED_PLUGINS = {"AzureDiskLimits", "CinderLimits", "EBSLimits", "GCEPDLimits"}
-
-# pkg/scheduler/apis/config/v1/default_plugins.go (1.32): MultiPoint, in this order, with these weights.
-DEFAULT_MULTIPOINT: list[tuple[str, int]] = [
-    ("SchedulingGates", 0), ("PrioritySort", 0), ("NodeUnschedulable", 0), ("NodeName", 0),
-    ("TaintToleration", 3), ("NodeAffinity", 2), ("NodePorts", 0), ("NodeResourcesFit", 1),
-    ("VolumeRestrictions", 0), ("NodeVolumeLimits", 0), ("VolumeBinding", 0), ("VolumeZone", 0),
-    ("PodTopologySpread", 2), ("InterPodAffinity", 2), ("DefaultPreemption", 0),
-    ("NodeResourcesBalancedAllocation", 1), ("ImageLocality", 1), ("DefaultBinder", 0),
-]  # fmt: skip
 
 
 class ConfigError(ValueError):
@@ -132,6 +127,7 @@ class SchedulerConfig:
     pod_max_backoff: float = 10.0
     parallelism: int = 16
     registry: dict[str, type[Plugin]] = field(default_factory=dict)
+    kube_version: KubeVersion = DEFAULT_KUBE_VERSION
 
     @property
     def preemption(self) -> dict[str, DefaultPreemptionArgs | None]:
@@ -152,20 +148,21 @@ def _path(loc: tuple) -> str:
     return out
 
 
-def load_config(path: str | Path) -> SchedulerConfig:
+def load_config(path: str | Path, kube_version: KubeVersion = DEFAULT_KUBE_VERSION) -> SchedulerConfig:
     """Bounded like all user YAML (safeyaml: aliases, depth, encoding): a hostile file fails in one line."""
     try:
         doc = safeyaml.load_file(Path(path))
     except safeyaml.YamlError as exc:
         raise ConfigError(str(exc)) from None
-    return parse_config(doc if doc is not None else {})
+    return parse_config(doc if doc is not None else {}, kube_version)
 
 
-def default_config() -> SchedulerConfig:
-    return parse_config({"apiVersion": API_VERSION, "kind": "KubeSchedulerConfiguration"})
+def default_config(kube_version: KubeVersion = DEFAULT_KUBE_VERSION) -> SchedulerConfig:
+    return parse_config({"apiVersion": API_VERSION, "kind": "KubeSchedulerConfiguration"}, kube_version)
 
 
-def parse_config(doc: Any) -> SchedulerConfig:
+def parse_config(doc: Any, kube_version: KubeVersion = DEFAULT_KUBE_VERSION) -> SchedulerConfig:
+    """As kube-scheduler `kube_version` reads it: that release's default plugins and plugin names."""
     if not isinstance(doc, dict):
         raise ConfigError("the configuration must be a mapping (a KubeSchedulerConfiguration)")
     try:
@@ -173,7 +170,7 @@ def parse_config(doc: Any) -> SchedulerConfig:
     except ValidationError as exc:
         raise ConfigError("\n".join(f"{_path(e['loc'])}: {_msg(e)}" for e in exc.errors())) from None
     errors: list[str] = []
-    registry = dict(REGISTRY)
+    registry = {n: c for n, c in REGISTRY.items() if kube_version == "1.37" or n not in ONLY_137}
     for i, spec in enumerate(cfg.plugin_imports):
         cls = _import(spec, f"x-batkube-plugins[{i}]", errors)
         if cls is not None:
@@ -186,9 +183,11 @@ def parse_config(doc: Any) -> SchedulerConfig:
         if prof.schedulerName in seen:
             errors.append(f"{where}.schedulerName: Duplicate value: profiles[{seen[prof.schedulerName]}]")
         seen.setdefault(prof.schedulerName, i)
-        spec = _profile(prof, where, registry, errors)
+        spec = _profile(prof, where, registry, errors, default_multipoint(kube_version))
         if spec is not None:
             profiles.append(spec)
+            if kube_version == "1.37" and batching_live(spec.points, spec.args, registry, REGISTRY):
+                errors.append(refusal(where, spec.scheduler_name))
     if errors:
         raise ConfigError("\n".join(errors))
     return SchedulerConfig(
@@ -198,6 +197,7 @@ def parse_config(doc: Any) -> SchedulerConfig:
         pod_max_backoff=float(cfg.podMaxBackoffSeconds),
         parallelism=cfg.parallelism,
         registry=registry,
+        kube_version=kube_version,
     )
 
 
@@ -258,42 +258,13 @@ def _resolve(name: str, registry: dict[str, type[Plugin]], where: str, errors: l
     return cls
 
 
-def points_of(cls: type[Plugin]) -> frozenset[str]:
-    """The extension points a plugin implements: declared, or read off its flags and overrides."""
-    declared = getattr(cls, "extension_points", None)
-    if declared is not None:
-        return frozenset(declared)
-    out = set()
-    if cls.filters:
-        out.add("filter")
-    if cls.scores:
-        out.add("score")
-    if cls.pre_filter is not Plugin.pre_filter:
-        out.add("preFilter")
-    if cls.pre_score is not Plugin.pre_score:
-        out.add("preScore")
-    return frozenset(out)
-
-
-def _merge(default: list[PluginRef], custom: PluginSet) -> tuple[list[PluginRef], set[str]]:
-    """v1 mergePluginSet: defaults minus disabled ("*" = all), re-configured in place, then additions."""
-    disabled = {p.name for p in custom.disabled}
-    by_name = {p.name: (i, p) for i, p in enumerate(custom.enabled)}
-    replaced: set[int] = set()
-    out = []
-    if "*" not in disabled:
-        for p in default:
-            if p.name in disabled:
-                continue
-            if p.name in by_name:
-                i, p = by_name[p.name]
-                replaced.add(i)
-            out.append(p)
-    out += [p for i, p in enumerate(custom.enabled) if i not in replaced]
-    return out, disabled
-
-
-def _profile(prof: KubeSchedulerProfile, where: str, registry: dict, errors: list[str]) -> ProfileSpec | None:
+def _profile(
+    prof: KubeSchedulerProfile,
+    where: str,
+    registry: dict,
+    errors: list[str],
+    multipoint: list[tuple[str, int]],
+) -> ProfileSpec | None:
     n_errors = len(errors)
     if not prof.schedulerName:
         errors.append(f"{where}.schedulerName: Required value")
@@ -301,11 +272,11 @@ def _profile(prof: KubeSchedulerProfile, where: str, registry: dict, errors: lis
     if pct is not None and not 0 <= pct <= 100:
         errors.append(f"{where}.percentageOfNodesToScore: not in valid range [0-100]")
     plugins = prof.plugins
-    defaults = [PluginRef(name=n, weight=w) for n, w in DEFAULT_MULTIPOINT]
-    multi, multi_disabled = _merge(defaults, plugins.multiPoint)
+    defaults = [PluginRef(name=n, weight=w) for n, w in multipoint]
+    multi, multi_disabled = merge(defaults, plugins.multiPoint)
     merged: dict[str, tuple[list[PluginRef], set[str]]] = {"multiPoint": (multi, multi_disabled)}
     for point in POINTS:
-        merged[point] = _merge([], getattr(plugins, point))
+        merged[point] = merge([], getattr(plugins, point))
     classes: dict[str, type[Plugin]] = {}
     for point, (enabled, _) in merged.items():
         for j, ref in enumerate(enabled):
@@ -320,7 +291,7 @@ def _profile(prof: KubeSchedulerProfile, where: str, registry: dict, errors: lis
                 errors.append(f"{loc}.name: plugin {ref.name!r} does not extend {point}")
             elif point not in ("multiPoint", *MODELLED_POINTS) and ref.name not in REGISTRY:
                 errors.append(f"{loc}.name: custom {point} plugins are not supported by the embedded twin")
-    points = {point: _expand(point, merged, classes, where, errors) for point in POINTS}
+    points = {point: expand(point, merged, classes, where, errors) for point in POINTS}
     weights: dict[str, int] = {}
     for ref in merged["score"][0] + merged["multiPoint"][0]:
         if ref.name in classes and "score" in points_of(classes[ref.name]) and ref.name not in weights:
@@ -330,31 +301,6 @@ def _profile(prof: KubeSchedulerProfile, where: str, registry: dict, errors: lis
         return None
     preemption = args.get("DefaultPreemption") if "DefaultPreemption" in points["postFilter"] else None
     return ProfileSpec(prof.schedulerName, pct, points, weights, args, preemption)
-
-
-def _expand(point: str, merged: dict, classes: dict, where: str, errors: list[str]) -> list[str]:
-    """frameworkImpl.expandMultiPointPlugins for one extension point."""
-    enabled, disabled = merged[point]
-    explicit = [p.name for p in enabled]
-    dup = next((n for n in explicit if explicit.count(n) > 1), None)
-    if dup is not None:
-        errors.append(f'{where}.plugins.{point}: plugin "{dup}" already registered as "{point}"')
-        return explicit
-    if "*" in disabled:
-        return explicit
-    overrides, from_multi = [], []
-    for ref in merged["multiPoint"][0]:
-        cls = classes.get(ref.name)
-        if cls is None or point not in points_of(cls) or ref.name in disabled:
-            continue
-        if ref.name in explicit:
-            overrides.append(ref.name)
-        elif ref.name in from_multi:
-            errors.append(f'{where}.plugins.multiPoint: plugin "{ref.name}" already registered as "{point}"')
-        else:
-            from_multi.append(ref.name)
-    first = [n for n in explicit if n in overrides]
-    return first + from_multi + [n for n in explicit if n not in overrides]
 
 
 def _args(prof: KubeSchedulerProfile, where: str, classes: dict, errors: list[str]) -> dict[str, Any]:
@@ -392,6 +338,8 @@ def build_profiles(config: SchedulerConfig, seed: int) -> list[Profile]:
     for k, spec in enumerate(config.profiles):
         names = {n for ns in spec.points.values() for n in ns}
         instances = {n: build_plugin(config.registry[n], n, spec.args.get(n)) for n in sorted(names)}
+        for plugin in instances.values():
+            plugin.kube_version = config.kube_version
         weights = spec.weights
         pct = spec.percentage_of_nodes_to_score
         out.append(
@@ -400,6 +348,7 @@ def build_profiles(config: SchedulerConfig, seed: int) -> list[Profile]:
                 filters=[instances[n] for n in spec.points["filter"] if instances[n].filters],
                 scorers=[(instances[n], weights[n]) for n in spec.points["score"] if instances[n].scores],
                 rng=np.random.default_rng(np.random.SeedSequence([seed, k])),
+                kube_version=config.kube_version,
                 percentage_of_nodes_to_score=config.percentage_of_nodes_to_score if pct is None else pct,
                 preemption=None
                 if spec.preemption is None

@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from batkube_py.scheduler import nominated
+from batkube_py.scheduler import nominated, ties
 from batkube_py.scheduler.podinfo import PodInfo
 from batkube_py.scheduler.snapshot import NodeTable
+from batkube_py.scheduler.versions import DEFAULT_KUBE_VERSION
 
 
 def first_max_numpy(total: np.ndarray) -> tuple[int, int]:
@@ -105,6 +106,8 @@ class Plugin:
     # taints and spec), "requests" (also the request sums NodeTable keeps for it, not its pods), "cluster"
     # (any pod anywhere). Nominated pods and preemption's dry runs skip work this rules out.
     reads = "cluster"
+    # the kube-scheduler release whose formulas it follows (config.build_profiles sets it per run)
+    kube_version = DEFAULT_KUBE_VERSION
 
     # Events whose QueueingHint depends on the event and the pod; for the other registered events the
     # hint is Queue (upstream: no QueueingHintFn, or one that always queues for the events raised here).
@@ -170,7 +173,8 @@ def num_feasible_nodes_to_find(n: int, percentage: int) -> int:
 
 @dataclass
 class Profile:
-    """A scheduler profile: one schedulerName, its plugins and weights, its own tie-breaking RNG."""
+    """A scheduler profile: one schedulerName, its plugins and weights, its own tie-breaking RNG (1.32;
+    1.37 breaks ties without one, ties.py) and, for preemption's random offset, the same RNG."""
 
     scheduler_name: str
     filters: list[Plugin]
@@ -180,6 +184,7 @@ class Profile:
     pre_filters: list[Plugin] = field(default_factory=list)
     next_start: int = 0
     preemption: PreemptionArgs | None = field(default_factory=PreemptionArgs)  # DefaultPreemption
+    kube_version: str = DEFAULT_KUBE_VERSION
 
     def __post_init__(self) -> None:
         if not self.pre_filters:
@@ -345,7 +350,7 @@ class Profile:
             return Decision(pod, int(idx[0]), int(idx.size), reasons, rejected, processed)
         total, per_plugin = self._score(state, pod, nodes, idx, explain)
         first, count = first_max(total)
-        pick = first if count == 1 else (total == total[first]).nonzero()[0][self.rng.integers(count)]
+        pick = ties.pick(total, first, count, self.kube_version, self.rng)
         decision = Decision(pod, int(idx[pick]), int(idx.size), reasons, rejected, processed)
         if explain:
             top = np.argsort(-total, kind="stable")[:3]

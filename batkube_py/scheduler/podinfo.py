@@ -43,8 +43,10 @@ class PodInfo:
         anti = a.pod_anti_affinity if a is not None else None
         return anti is not None and bool(anti.required_during_scheduling_ignored_during_execution)
 
-    attempts: int = 0
-    backoff_until: float = 0.0
+    attempts: int = 0  # the backoff counter: Attempts (1.32), UnschedulableCount (1.37)
+    errors: int = 0  # ConsecutiveErrorsCount (1.37)
+    backoff_until: float = 0.0  # the first time it is no longer backing off
+    flushed_at: float = 0.0  # FlushTimestamp (1.37)
     rejected_by: frozenset[str] = frozenset()
     bound_at: float = 0.0
     terminating: bool = False  # a preemption victim, until Batsim reports it killed

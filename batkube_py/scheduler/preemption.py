@@ -9,6 +9,11 @@ highest-priority victims, then the first candidate. The preemptor is nominated t
 victims leave once Batsim reports them killed. When only resource fit can change as pods come off a
 node, dryrun.py reaches the same victims by arithmetic instead of running the filters again.
 PodDisruptionBudgets play no part: the twin has none, so no candidate violates one.
+
+1.37: NodeResourcesFit reports a node whose whole allocatable is below the pod's request for some
+resource as UnschedulableAndUnresolvable (fit.go, fitsRequest), and such nodes leave the potential
+nodes (nodesWherePreemptionMightHelp): their number sets the random offset and how many candidates are
+wanted. They never had victims to offer, so only those two numbers change.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import numpy as np
 
 from batkube_py.scheduler.dryrun import requests_dry_run
 from batkube_py.scheduler.framework import CycleState, Profile
+from batkube_py.scheduler.plugins.noderesources import NodeResourcesFit
 from batkube_py.scheduler.podinfo import PodInfo
 from batkube_py.scheduler.snapshot import NodeTable
 
@@ -101,18 +107,25 @@ def preempt(profile: Profile, pod: PodInfo, nodes: NodeTable, fast: bool = True)
     lowest = nodes.lowest_priority()
     if lowest is None or lowest >= pod.priority:
         return None
-    n = len(nodes)
+    potential = potential_nodes(profile, pod, nodes)
+    n = potential.size
+    if n == 0:
+        return None
     want = min(n, max(n * args.min_candidate_nodes_percentage // 100, args.min_candidate_nodes_absolute))
     offset = int(profile.rng.integers(n))
     candidates, victims_on = _dry_run(profile, pod, nodes, fast)
-    start = int(np.searchsorted(candidates, offset))
+    if n < len(nodes):
+        candidates = candidates[np.isin(candidates, potential)]
+    pos = np.searchsorted(potential, candidates)  # each candidate's place among the potential nodes
+    start = int(np.searchsorted(pos, offset))
     best: tuple | None = None
     found = 0
-    for i in [*candidates[start:].tolist(), *candidates[:start].tolist()]:
+    for i, p in zip([*candidates[start:].tolist(), *candidates[:start].tolist()],
+                    [*pos[start:].tolist(), *pos[:start].tolist()], strict=True):  # fmt: skip
         victims = victims_on(i)
         if not victims:
             continue
-        key = (_rank(victims), (i - offset) % n)
+        key = (_rank(victims), (p - offset) % n)
         if best is None or key < best[0]:
             best = (key, i, victims)
         found += 1
@@ -121,6 +134,22 @@ def preempt(profile: Profile, pod: PodInfo, nodes: NodeTable, fast: bool = True)
     if best is None:
         return None
     return Preemption(best[1], best[2])
+
+
+def potential_nodes(profile: Profile, pod: PodInfo, nodes: NodeTable) -> np.ndarray:
+    """The nodes preemption may look at, in index order: every node in 1.32 (the twin's reading), less
+    in 1.37 those NodeResourcesFit marks unresolvable: some requested resource above the allocatable."""
+    fit = next((p for p in profile.filters if isinstance(p, NodeResourcesFit)), None)
+    if profile.kube_version == "1.32" or fit is None:
+        return nodes.all
+    ok = np.ones(len(nodes), dtype=bool)
+    if pod.milli_cpu > 0:
+        ok &= nodes.alloc_cpu >= pod.milli_cpu
+    if pod.memory > 0:
+        ok &= ~nodes.mem_limited | (nodes.alloc_mem >= pod.memory)
+    for r in fit.checked_extended(pod):
+        ok &= nodes.alloc_ext[r] >= pod.extended[r] if r in nodes.alloc_ext else False
+    return nodes.all[ok]
 
 
 def best_candidates(profile: Profile, pod: PodInfo, nodes: NodeTable, fast: bool = True) -> list[int]:

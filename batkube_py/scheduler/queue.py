@@ -18,100 +18,22 @@ from __future__ import annotations
 
 import heapq
 import math
-from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
+from batkube_py.scheduler.backoffq import BackoffQ, QueueConfig
 from batkube_py.scheduler.framework import NODE_TAINT, POD_DELETE, NodeChange, Plugin
+from batkube_py.scheduler.parked import Parked
 from batkube_py.scheduler.plugins.noderesources import fits
 from batkube_py.scheduler.podinfo import PodInfo
 from batkube_py.scheduler.snapshot import NodeTable
+from batkube_py.scheduler.versions import backoff_count
+
+__all__ = ["QueueConfig", "SchedulingQueue"]
 
 _FAST_PLUGINS = ("NodeResourcesFit", "NodeUnschedulable")
 _FAST_EVENTS = frozenset({POD_DELETE, NODE_TAINT})
 UNSCHEDULABLE_TIMEOUT = "UnschedulableTimeout"
-
-
-@dataclass(frozen=True)
-class QueueConfig:
-    pod_initial_backoff: float = 1.0
-    pod_max_backoff: float = 10.0
-    max_in_unschedulable: float = 300.0  # DefaultPodMaxInUnschedulablePodsDuration
-    unschedulable_flush_period: float = 30.0
-    backoff_flush_period: float = 1.0
-
-    def backoff(self, attempts: int) -> float:
-        if attempts <= 0:
-            return 0.0
-        return min(self.pod_initial_backoff * 2 ** (attempts - 1), self.pod_max_backoff)
-
-
-@lru_cache(maxsize=4096)  # asked for the same backoff expiries on every pop while pods back off
-def _tick(t: float, period: float) -> float:
-    """The first tick of a periodic loop (started at t=0) at or after t."""
-    return math.ceil(round(t / period, 9)) * period
-
-
-class _Parked:
-    """Parked pods as columns, so that one event is a handful of vector operations."""
-
-    FIELDS = {
-        "cpu": np.int64, "mem": np.int64, "prio": np.int64, "ts": np.float64, "seq": np.int64,
-        "attempts": np.int64, "bits": np.int64, "until": np.float64, "alive": bool,
-    }  # fmt: skip
-
-    def __init__(self) -> None:
-        self.pods: list[PodInfo | None] = []
-        self.slot: dict[str, int] = {}
-        self.col = {k: np.zeros(0, dtype=t) for k, t in self.FIELDS.items()}
-        self.bit_counts: dict[int, int] = {}
-
-    def bits_union(self) -> int:
-        out = 0
-        for bits, count in self.bit_counts.items():
-            if count:
-                out |= bits
-        return out
-
-    def __len__(self) -> int:
-        return len(self.slot)
-
-    def add(self, pod: PodInfo, bits: int) -> None:
-        n = len(self.pods)
-        if n == self.col["cpu"].size:
-            grow = max(64, n)
-            self.col = {k: np.concatenate([v, np.zeros(grow, dtype=v.dtype)]) for k, v in self.col.items()}
-        self.pods.append(pod)
-        self.slot[pod.name] = n
-        c = self.col
-        c["cpu"][n], c["mem"][n], c["prio"][n] = pod.milli_cpu, pod.memory, -pod.priority
-        c["ts"][n], c["seq"][n], c["attempts"][n] = pod.timestamp, pod.seq, pod.attempts
-        c["bits"][n], c["until"][n], c["alive"][n] = bits, pod.backoff_until, True
-        self.bit_counts[bits] = self.bit_counts.get(bits, 0) + 1
-
-    def take(self, i: int) -> PodInfo:
-        """Remove slot i, writing back what vector updates changed while it was parked."""
-        pod = self.pods[i]
-        assert pod is not None
-        c = self.col
-        pod.timestamp, pod.seq, pod.attempts = float(c["ts"][i]), int(c["seq"][i]), int(c["attempts"][i])
-        pod.backoff_until = float(c["until"][i])
-        self.pods[i] = None
-        c["alive"][i] = False
-        self.bit_counts[int(c["bits"][i])] -= 1
-        del self.slot[pod.name]
-        return pod
-
-    def compact(self) -> None:
-        if len(self.pods) < 1024 or len(self.slot) * 2 >= len(self.pods):
-            return
-        keep = np.flatnonzero(self.col["alive"][: len(self.pods)])
-        self.pods = [self.pods[i] for i in keep]
-        self.col = {
-            k: np.concatenate([v[keep], np.zeros(len(keep), dtype=v.dtype)]) for k, v in self.col.items()
-        }
-        self.slot = {p.name: i for i, p in enumerate(self.pods) if p is not None}
 
 
 class SchedulingQueue:
@@ -137,9 +59,11 @@ class SchedulingQueue:
         self._objects: list[tuple[str, PodInfo | NodeChange]] = []
         self._fast = sum(self._bit.get(p, 0) for p in _FAST_PLUGINS)
         self._active: list[tuple[tuple[int, float, int], PodInfo]] = []
-        self._backoff: list[tuple[float, int, PodInfo]] = []
-        self._parked = _Parked()
+        self._backoff = BackoffQ(config)
+        self._parked = Parked()
         self._events: dict[str, set[int]] = {}
+        # event → the highest priority it may move (getLEPriorityPreCheck); absent: any priority
+        self._caps: dict[str, int] = {}
         self._seq = 0
         self._refailed: list[tuple[tuple[float, int], PodInfo | int]] = []
         self._flush_checked_at = -1.0
@@ -159,23 +83,42 @@ class SchedulingQueue:
     def add(self, pod: PodInfo) -> None:
         heapq.heappush(self._active, (pod.sort_key, pod))
 
-    def event(self, kind: str, nodes: list[int] | range, objects: list[PodInfo | NodeChange] = ()) -> None:
-        """A cluster event on `nodes`; `objects` (the pod, or each node's change) feed the hints."""
+    def event(
+        self,
+        kind: str,
+        nodes: list[int] | range,
+        objects: list[PodInfo | NodeChange] = (),
+        max_priority: int | None = None,
+    ) -> None:
+        """A cluster event on `nodes`; `objects` (the pod, or each node's change) feed the hints;
+        `max_priority`: only pods of that priority or lower may move (a pre-enqueue check)."""
         parked = self._parked.bits_union()
         if self._event_bits.get(kind, 0) & parked:
+            if max_priority is None:
+                self._caps.pop(kind, None)
+            elif kind not in self._events or kind in self._caps:
+                self._caps[kind] = max(self._caps.get(kind, max_priority), max_priority)
             self._events.setdefault(kind, set()).update(nodes)
             if self._hinted_bits.get(kind, 0) & parked:
                 self._objects.extend((kind, obj) for obj in objects)
 
     def failed(self, pod: PodInfo, now: float) -> None:
-        """A cycle found no node: count the attempt, refresh the timestamp, park or back off."""
-        pod.attempts += 1
-        pod.backoff_until = now + self.config.backoff(pod.attempts)
+        """A cycle found no node: count it, refresh the timestamp, park or back off.
+
+        1.32 counts every attempt (Attempts); 1.37 counts a failure with rejecting plugins in
+        UnschedulableCount and one without in ConsecutiveErrorsCount (AddUnschedulablePodIfNotPresent);
+        `pod.attempts` holds the counter the backoff reads."""
+        if self.config.kube_version == "1.32" or pod.rejected_by:
+            pod.attempts += 1
+            pod.errors = 0
+        else:
+            pod.errors += 1
+        pod.backoff_until = self.config.retry_at(backoff_count(pod.attempts, pod.errors), now)
         self._refailed.append(((pod.timestamp, pod.seq), pod))
         pod.timestamp = now
         bits = self.bits(pod.rejected_by)
-        if bits == 0:  # no plugin to wait for: upstream sends it straight to backoffQ
-            heapq.heappush(self._backoff, (pod.backoff_until, pod.seq, pod))
+        if bits == 0:  # no plugin to wait for: upstream sends it straight to backoffQ (1.37: error heap)
+            self._backoff.push(pod, error=True)
         else:
             self._parked.add(pod, bits)
 
@@ -183,14 +126,13 @@ class SchedulingQueue:
         """Forget a pending pod (rejected, killed); None if it is not pending here."""
         if name in self._parked.slot:
             return self._parked.take(self._parked.slot[name])
-        for heap in (self._active, self._backoff):
-            for k, item in enumerate(heap):
-                if item[-1].name == name:
-                    heap[k] = heap[-1]
-                    heap.pop()
-                    heapq.heapify(heap)
-                    return item[-1]
-        return None
+        for k, item in enumerate(self._active):
+            if item[-1].name == name:
+                self._active[k] = self._active[-1]
+                self._active.pop()
+                heapq.heapify(self._active)
+                return item[-1]
+        return self._backoff.remove(name)
 
     # ---- out ---------------------------------------------------------------------------------------
 
@@ -199,7 +141,9 @@ class SchedulingQueue:
         if self._events or self._flush_due(now):
             self._move(now, nodes)
             self._flush_backoff(now)
-        return heapq.heappop(self._active)[1] if self._active else None
+        if self._active:
+            return heapq.heappop(self._active)[1]
+        return self._backoff.pop_early()
 
     def end_cycle(self) -> None:
         """Give the pods failed at this instant their new sequence numbers, in the order they were tried."""
@@ -220,17 +164,17 @@ class SchedulingQueue:
 
     def pending(self) -> list[PodInfo]:
         parked = [p for p in self._parked.pods if p is not None]
-        return [*(p for _, p in self._active), *(p for _, _, p in self._backoff), *parked]
+        return [*(p for _, p in self._active), *self._backoff.pods(), *parked]
 
     def next_wakeup(self) -> float | None:
         """When a tick would move a pod: the backoffQ flush, or the unschedulable-leftover flush."""
         times = []
-        if self._backoff:
-            times.append(_tick(self._backoff[0][0], self.config.backoff_flush_period))
+        if (t := self._backoff.next_tick()) is not None:
+            times.append(t)
         n = len(self._parked.pods)
         if len(self._parked):
             alive = self._parked.col["alive"][:n]
-            oldest = float(self._parked.col["ts"][:n][alive].min())
+            oldest = float(self._parked.col["since"][:n][alive].min())
             period = self.config.unschedulable_flush_period
             times.append((math.floor((oldest + self.config.max_in_unschedulable) / period) + 1) * period)
         return min(times) if times else None
@@ -238,10 +182,8 @@ class SchedulingQueue:
     # ---- moving ------------------------------------------------------------------------------------
 
     def _flush_backoff(self, now: float) -> None:
-        period = self.config.backoff_flush_period
-        while self._backoff and _tick(self._backoff[0][0], period) <= now:
-            pod = heapq.heappop(self._backoff)[2]
-            self.add(pod)
+        if self._backoff:
+            self._backoff.flush(now, self.add)
 
     def _flush_due(self, now: float) -> bool:
         n = len(self._parked.pods)
@@ -252,24 +194,29 @@ class SchedulingQueue:
             math.floor(now / self.config.unschedulable_flush_period) * self.config.unschedulable_flush_period
         )
         c = self._parked.col
-        return bool((c["alive"][:n] & (last_tick - c["ts"][:n] > self.config.max_in_unschedulable)).any())
+        return bool((c["alive"][:n] & (last_tick - c["since"][:n] > self.config.max_in_unschedulable)).any())
 
     def _move(self, now: float, nodes: NodeTable) -> None:
         events, self._events = self._events, {}
+        caps, self._caps = self._caps, {}
         objects, self._objects = self._objects, []
         n = len(self._parked.pods)
         if n == 0:
             return
         c = {k: v[:n] for k, v in self._parked.col.items()}
         queue_always, ask = 0, 0  # plugins whose hint always queues for one of the events / to be asked
+        capped = c["alive"] & False
         for kind in events:
             registered, hinted = self._event_bits.get(kind, 0), self._hinted_bits.get(kind, 0)
+            if kind in caps:  # only an unassigned pod's deletion is capped: hinted plugins skip it
+                capped |= c["alive"] & (-c["prio"] <= caps[kind]) & ((c["bits"] & registered & ~hinted) != 0)
+                continue
             queue_always |= registered & ~hinted
             ask |= registered & hinted
         period = self.config.unschedulable_flush_period
         last_tick = math.floor(now / period) * period
-        timed_out = c["alive"] & (last_tick - c["ts"] > self.config.max_in_unschedulable)
-        hit = c["alive"] & ((c["bits"] & queue_always) != 0)
+        timed_out = c["alive"] & (last_tick - c["since"] > self.config.max_in_unschedulable)
+        hit = (c["alive"] & ((c["bits"] & queue_always) != 0)) | capped
         if ask:
             for i in np.flatnonzero(c["alive"] & ~hit & ((c["bits"] & ask) != 0)):
                 hit[i] = self._worth_requeuing(self._parked.pods[i], objects)
@@ -290,21 +237,20 @@ class SchedulingQueue:
         elif not events:  # only the timeout flush: state unchanged, resource-only pods still fit nowhere
             resource_only = (c["bits"] & ~self._fast) == 0
             doomed = self._doomed_everywhere(c, nodes, retry & resource_only)
+        if self.config.kube_version != "1.32":
+            for i in np.flatnonzero(timed_out):  # FlushTimestamp (only a PreEnqueue gate would keep it)
+                self._parked.pods[i].flushed_at = now
         for i in np.flatnonzero(backing_off):
-            pod = self._parked.take(int(i))
-            heapq.heappush(self._backoff, (pod.backoff_until, pod.seq, pod))
+            self._backoff.push(self._parked.take(int(i)))
         for i in np.flatnonzero(retry & ~doomed):
             self.add(self._parked.take(int(i)))
         for i in np.flatnonzero(doomed):
             self._refailed.append(((float(c["ts"][i]), int(c["seq"][i])), int(i)))
         if doomed.any():
             c["attempts"][doomed] += 1
-            att = c["attempts"][doomed]
-            cfg = self.config
-            c["until"][doomed] = now + np.minimum(
-                cfg.pod_initial_backoff * 2.0 ** (att - 1), cfg.pod_max_backoff
-            )
+            c["until"][doomed] = self.config.retry_at_many(c["attempts"][doomed], now)
             c["ts"][doomed] = now
+            c["since"][doomed] = now
 
     def _worth_requeuing(self, pod: PodInfo, objects: list[tuple[str, PodInfo | NodeChange]]) -> bool:
         """isPodWorthRequeuing: some plugin that rejected the pod hints Queue for some event."""

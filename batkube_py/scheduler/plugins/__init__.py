@@ -11,7 +11,7 @@ from batkube_py.scheduler.plugins.nodeaffinity import NodeAffinity
 from batkube_py.scheduler.plugins.nodename import NodeName
 from batkube_py.scheduler.plugins.noderesources import BalancedAllocation, NodeResourcesFit
 from batkube_py.scheduler.plugins.nodeunschedulable import NodeUnschedulable
-from batkube_py.scheduler.plugins.noop import NOOP_PLUGINS
+from batkube_py.scheduler.plugins.noop import NOOP_PLUGINS, ONLY_137
 from batkube_py.scheduler.plugins.podtopologyspread import PodTopologySpread
 from batkube_py.scheduler.plugins.tainttoleration import TaintToleration
 
@@ -43,6 +43,7 @@ def build_plugin(cls: type[Plugin], name: str, args: Any) -> Plugin:
 
 
 __all__ = [
+    "ONLY_137",
     "REGISTRY",
     "BalancedAllocation",
     "ImageLocality",

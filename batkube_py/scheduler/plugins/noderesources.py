@@ -14,6 +14,7 @@ from batkube_py.scheduler.framework import (
     NODE_ADD,
     NODE_ALLOCATABLE,
     POD_DELETE,
+    SKIP,
     CycleState,
     FilterResult,
     Plugin,
@@ -168,20 +169,41 @@ class BalancedAllocation(Plugin):
     def from_args(cls, args: NodeResourcesBalancedAllocationArgs | None) -> BalancedAllocation:
         return cls([r.name for r in args.resources] if args is not None else None)
 
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> str | None:
+        """1.37 (balanced_allocation.go, PreScore): Skip for a best-effort pod — actual requests of every
+        configured resource 0 — so that such pods do not pile onto one node (#129138)."""
+        if self.kube_version == "1.32":
+            return None
+        asked = {"cpu": pod.milli_cpu, "memory": pod.memory}
+        return None if any(asked.get(r, pod.extended.get(r, 0)) for r in self.resources) else SKIP
+
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray) -> np.ndarray:
-        """(1 - std of the request fractions) × 100, on actual requests (useRequested)."""
+        """1.32: balance with the pod, (1 − std of the request fractions) × 100 on actual requests
+        (useRequested). 1.37: the change in balance the pod brings, 50 + (50 + with − without) / 2 in Go
+        integer division (range 50..100, 75 for no change)."""
+        with_pod = self._balance(pod, nodes, idx, True)
+        if self.kube_version == "1.32":
+            return with_pod
+        diff = 50 + with_pod - self._balance(pod, nodes, idx, False)
+        return 50 + np.sign(diff) * (np.abs(diff) // 2)  # Go's division truncates toward zero
+
+    def _balance(self, pod: PodInfo, nodes: NodeTable, idx: np.ndarray, with_pod: bool) -> np.ndarray:
+        """balancedResourceScorer over the node's requests, plus the pod's if `with_pod`, on the resources
+        the pod's requests select (an extended resource it does not request is left out either way)."""
         if not self._default:
-            cols = resourcescoring.columns([(r, 1) for r in self.resources], pod, nodes, idx, nonzero=False)
+            res = [(r, 1) for r in self.resources]
+            cols = resourcescoring.columns(res, pod, nodes, idx, nonzero=False, with_pod=with_pod)
             return resourcescoring.balanced(cols, idx.size)
+        cpu, mem = (pod.milli_cpu, pod.memory) if with_pod else (0, 0)
         if nodes.models_cpu_mem and _kernels is not None:
             return _kernels.balanced_allocation(
-                nodes.req_cpu, nodes.req_mem, nodes.alloc_cpu, nodes.alloc_mem, idx, pod.milli_cpu, pod.memory
+                nodes.req_cpu, nodes.req_mem, nodes.alloc_cpu, nodes.alloc_mem, idx, cpu, mem
             )
         cpu_alloc = nodes.alloc_cpu[idx]
         mem_alloc = nodes.alloc_mem[idx]
         cpu_use = cpu_alloc > 0
         mem_use = (mem_alloc > 0) & nodes.mem_limited[idx]
-        f_cpu = np.minimum(1.0, (nodes.req_cpu[idx] + pod.milli_cpu) / np.where(cpu_use, cpu_alloc, 1))
-        f_mem = np.minimum(1.0, (nodes.req_mem[idx] + pod.memory) / np.where(mem_use, mem_alloc, 1))
+        f_cpu = np.minimum(1.0, (nodes.req_cpu[idx] + cpu) / np.where(cpu_use, cpu_alloc, 1))
+        f_mem = np.minimum(1.0, (nodes.req_mem[idx] + mem) / np.where(mem_use, mem_alloc, 1))
         std = np.where(cpu_use & mem_use, np.abs((f_cpu - f_mem) / 2), 0.0)
         return ((1 - std) * MAX_NODE_SCORE).astype(np.int64)

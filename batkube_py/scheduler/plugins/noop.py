@@ -5,6 +5,11 @@ Pods here have no volumes, host ports or scheduling gates, and the queue order (
 lists. Upstream these plugins pass every node for such pods; keeping them out of the per-cycle lists
 gives the same result without the calls. VolumeBinding's Score is skipped upstream unless the alpha
 VolumeCapacityPriority gate is on, so it contributes nothing either.
+
+Two join the default profile in 1.37: DynamicResources skips its PreFilter for a pod without resource
+claims and scores 0 on every node (dynamicresources.go, Score), its PreEnqueue and PostFilter have
+nothing to do; NodeDeclaredFeatures skips its PreFilter when the pod requires no node feature
+(nodedeclaredfeatures), and a Batsim job's pod requires none. Pods here have no claims either.
 """
 
 from __future__ import annotations
@@ -26,8 +31,14 @@ VolumeBinding = _noop("VolumeBinding", _FILTER | {"reserve", "preBind", "preScor
 VolumeZone = _noop("VolumeZone", _FILTER)
 DefaultPreemption = _noop("DefaultPreemption", frozenset({"postFilter"}))
 DefaultBinder = _noop("DefaultBinder", frozenset({"bind"}))
+DynamicResources = _noop(
+    "DynamicResources",
+    _FILTER | {"preEnqueue", "postFilter", "preScore", "score", "reserve", "preBind"},
+)
+NodeDeclaredFeatures = _noop("NodeDeclaredFeatures", _FILTER)
+ONLY_137 = frozenset({"DynamicResources", "NodeDeclaredFeatures"})  # unknown to the 1.32 twin, as today
 
 NOOP_PLUGINS = [
     SchedulingGates, PrioritySort, NodePorts, VolumeRestrictions, NodeVolumeLimits,
-    VolumeBinding, VolumeZone, DefaultPreemption, DefaultBinder,
+    VolumeBinding, VolumeZone, DefaultPreemption, DefaultBinder, DynamicResources, NodeDeclaredFeatures,
 ]  # fmt: skip

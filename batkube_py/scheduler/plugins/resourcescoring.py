@@ -1,6 +1,7 @@
 """NodeResourcesFit's scoring strategies and BalancedAllocation's std, over node columns.
 
-Formulas from kube-scheduler 1.32 noderesources (least_allocated.go, most_allocated.go,
+Formulas from kube-scheduler noderesources (1.32 and 1.37 alike here; 1.37's BalancedAllocation delta
+is taken in noderesources.py) (least_allocated.go, most_allocated.go,
 requested_to_capacity_ratio.go, balanced_allocation.go) and helper.BuildBrokenLinearFunction, in their
 integer arithmetic. A resource with allocatable 0 on a node is skipped for that node; an extended
 resource the pod does not request is skipped everywhere, as calculateResourceAllocatableRequest does.
@@ -28,28 +29,36 @@ class Column:
 
 
 def columns(
-    resources: list[tuple[str, int]], pod: PodInfo, nodes: NodeTable, idx: np.ndarray, nonzero: bool
+    resources: list[tuple[str, int]],
+    pod: PodInfo,
+    nodes: NodeTable,
+    idx: np.ndarray,
+    nonzero: bool,
+    with_pod: bool = True,
 ) -> list[tuple[Column, int]]:
     """The (allocatable, requested) pairs scoring uses, per configured resource, with its weight.
 
-    `nonzero` selects NonZeroRequested for cpu/memory (NodeResourcesFit) or actual requests (Balanced).
+    `nonzero` selects NonZeroRequested for cpu/memory (NodeResourcesFit) or actual requests (Balanced);
+    `with_pod` False leaves the pod's requests out of "requested" (1.37 Balanced's "without").
     """
+    k = 1 if with_pod else 0
+    pod_cpu, pod_mem = (pod.nonzero_cpu, pod.nonzero_memory) if nonzero else (pod.milli_cpu, pod.memory)
     out = []
     for name, weight in resources:
         if name == "cpu":
             alloc = nodes.alloc_cpu[idx]
-            req = (nodes.nz_cpu[idx] + pod.nonzero_cpu) if nonzero else (nodes.req_cpu[idx] + pod.milli_cpu)
+            req = (nodes.nz_cpu if nonzero else nodes.req_cpu)[idx] + k * pod_cpu
             use = alloc > 0
         elif name == "memory":
             alloc = nodes.alloc_mem[idx]
-            req = (nodes.nz_mem[idx] + pod.nonzero_memory) if nonzero else (nodes.req_mem[idx] + pod.memory)
+            req = (nodes.nz_mem if nonzero else nodes.req_mem)[idx] + k * pod_mem
             use = (alloc > 0) & nodes.mem_limited[idx]
         else:
             q = pod.extended.get(name, 0)
             if q == 0 or name not in nodes.alloc_ext:
                 continue
             alloc = nodes.alloc_ext[name][idx]
-            req = nodes.req_ext[name][idx] + q
+            req = nodes.req_ext[name][idx] + k * q
             use = alloc > 0
         out.append((Column(alloc, req, use), weight))
     return out
