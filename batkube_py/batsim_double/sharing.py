@@ -57,6 +57,8 @@ class Action:
         "key",
         "slot",
         "done",
+        "seen",
+        "ix",
     )
 
     def __init__(self, post: Callable[[], None]) -> None:
@@ -76,6 +78,8 @@ class Action:
         self.key = 0  # creation rank: the started-set order
         self.slot = -1  # column of a sleeper in the model's numpy columns
         self.done = False
+        self.seen = 0  # the solver's component walk
+        self.ix = 0
 
     def bound_now(self) -> float:
         """L07Action::update_bound: once the latency is paid, the tighter of the network and CPU bounds."""
