@@ -67,3 +67,5 @@ def test_replay(name: str, tmp_path: Path) -> None:
     assert sent > 10
     assert double.exit_code == int((case / "batsim_exit_code.txt").read_text().split()[0])
     assert (tmp_path / "out_jobs.csv").read_text() == (case / "out" / "out_jobs.csv").read_text()
+    states = tmp_path / "out_machine_states.csv"  # machine_states.py
+    assert states.read_bytes() == (case / "out" / "out_machine_states.csv").read_bytes()
