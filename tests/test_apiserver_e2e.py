@@ -173,6 +173,9 @@ def test_serve_with_the_apiserver_backend_for_a_batsim_launched_apart(controlpla
 
     from apiserver_support import DOUBLE, GRAPHENE
     from kubernetes import client, config
+    from shared_support import need
+
+    need(GRAPHENE)
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

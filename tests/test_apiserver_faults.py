@@ -8,9 +8,10 @@ import time
 from pathlib import Path
 
 import pytest
-from apiserver_support import WORKLOADS, run_cli, start
+from apiserver_support import GRAPHENE, WORKLOADS, run_cli, start
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
+from shared_support import need
 
 from batkube_py.cluster.apicalls import ApiCalls
 from batkube_py.cluster.base import BackendError
@@ -125,6 +126,7 @@ def test_watch_drops_and_expiries_during_a_run(cp, tmp_path: Path, monkeypatch):
 
 
 def test_apiserver_restart_mid_run(cp, tmp_path: Path):
+    need(GRAPHENE, WORKLOADS / "200_delay170.json")  # before the thread that acts mid-run
 
     out = tmp_path / "run"
 
@@ -146,6 +148,7 @@ def test_apiserver_restart_mid_run(cp, tmp_path: Path):
 
 
 def test_scheduler_crash_is_named_and_outputs_kept(cp, tmp_path: Path):
+    need(GRAPHENE, WORKLOADS / "200_delay170.json")  # before the thread that acts mid-run
 
     out = tmp_path / "run"
     t = _when(lambda: _rows(out) >= 20, lambda: cp.stop("kube-scheduler"))
