@@ -34,7 +34,10 @@ _file = click.Path(exists=True, dir_okay=False, path_type=Path)
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the twin's tie-breaking.")
 @click.option("--batsim", default=None, help="Batsim executable, or `double` (default: as `batkube run`).")
 @click.option("--overwrite", is_flag=True, help="Replace the outputs of an earlier run in --out.")
-def parity_cmd(platform, workload, out, scheduler_config, controlplane_dir, seed, batsim, overwrite) -> None:
+@click.option("--kube-version", type=click.Choice(["1.37", "1.32"]), default=None,
+              help="The release the twin follows (default: the control plane's, 1.32; docs/versions.md).")
+def parity_cmd(platform, workload, out, scheduler_config, controlplane_dir, seed, batsim, overwrite,
+               kube_version) -> None:  # fmt: skip
     """Run WORKLOAD on PLATFORM with the real kube-scheduler and check each of its decisions against
     the embedded twin on the same cluster state."""
     from batkube_py.cli import run_claimed
@@ -43,6 +46,8 @@ def parity_cmd(platform, workload, out, scheduler_config, controlplane_dir, seed
                     progress=sys.stderr.isatty(), scheduler_config=scheduler_config)  # fmt: skip
     api_cfg = ApiServerConfig(scheduler_config=scheduler_config, controlplane_dir=controlplane_dir,
                               sync=SyncOptions(policy="paced"))  # fmt: skip
+    if kube_version:
+        api_cfg.kube_version = kube_version
     summary = run_claimed(cfg, api_cfg, overwrite)
     if summary.get("error"):
         raise click.ClickException(summary["error"])

@@ -380,3 +380,15 @@ def test_run_records_the_twin_version_in_summary_and_log(tmp_path):
         assert summary["twin_kube_version"] == version
         full = {"1.37": "1.37.2", "1.32": "1.32.6"}[version]
         assert f"embedded twin follows kube-scheduler {full}" in (out / "batkube.log").read_text()
+
+
+@pytest.mark.parametrize("version", ["1.37", "1.32"])
+def test_a_nomination_moved_away_requeues_lower_or_equal_priority_pods(version):
+    """eventhandlers.go updatePodInSchedulingQueue (1.37.2): hasNominatedNodeNameChanged → the same
+    AssignedPodDelete move with getLEPriorityPreCheck as a deleted nominee; 1.32 has no such move."""
+    c = cluster(version, {"cpu": "2"})
+    pre = nominated(c, "pre", 0, cpu="2", priority=5)
+    submit(c, "low", cpu="1", priority=1)
+    assert placed(c, 0.0) == {}
+    c._nominate(pre, None)  # e.g. its preemption found nothing this time
+    assert placed(c, 40.0) == ({"low": "n0"} if version == "1.37" else {})

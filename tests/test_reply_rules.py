@@ -97,3 +97,21 @@ def test_adapter_never_makes_batsim_abort_on_recorded_inputs(case):
     states = {r.state for r in dp.records.values()}
     assert states <= {"Succeeded", "Failed", "Rejected"}, states
     assert dp.summary()["over_allocations"] == 0
+
+
+def test_a_victim_that_finished_in_the_same_message_is_not_killed():
+    """Batsim 4.2.1 aborts on KILL_JOB of a finished job ("Cannot get job": jobs.cpp, Workloads::job_at);
+    a cycle run before the JOB_COMPLETED of the same message may already have chosen it as a victim."""
+    from batkube_py.disruption import Disruptions
+
+    d, reply = Disruptions(), Reply(40.02)
+    for job in ("w0!1", "w0!2"):
+        d.kill(job)
+    d.flush_kills(reply)
+    d.kill("w0!3")
+    d.finished_unsent("w0!2", reply)
+    d.finished_unsent("w0!3", reply)
+    d.flush_kills(reply)
+    assert [(k, e["job_ids"]) for _, k, e in reply.events] == [("KILL_JOB", ["w0!1"])]
+    d.finished_unsent("w0!1", reply)
+    assert reply.events == []

@@ -119,12 +119,7 @@ class EmbeddedCluster:
 
     def delete_pod(self, name: str, now: float) -> None:
         info = self.pods.pop(name)
-        nominated_to = info.nominated_node
-        self.nodes.nominate(info, None)
-        if info.node is None and nominated_to is not None and self.queue.config.kube_version != "1.32":
-            # 1.37 (eventhandlers.go, deletePodFromSchedulingQueue): a deleted pod that had a nominated
-            # node frees it for the pods of lower or equal priority, which counted it as assigned there
-            self.queue.event(POD_DELETE, [nominated_to], [info], max_priority=info.priority)
+        self.nominate(info, None)  # 1.37: deletePodFromSchedulingQueue's move for a nominated pod
         if info.node is not None:
             self.nodes.release(info.node, info)
             self.queue.event(POD_DELETE, [info.node], [info])
@@ -211,7 +206,7 @@ class EmbeddedCluster:
             return
         found = preempt(profile, pod, self.nodes)
         if found is None:
-            self.nodes.nominate(pod, None)
+            self.nominate(pod, None)
             return
         for victim in found.victims:
             if victim.terminating:
@@ -220,7 +215,7 @@ class EmbeddedCluster:
             why = f"preempted by {pod.name} (priority {pod.priority} > {victim.priority})"
             self._evictions.append(Eviction(victim.name, why))
         self.clear_lower_nominations(found.node, pod.priority)
-        self.nodes.nominate(pod, found.node)
+        self.nominate(pod, found.node)
 
     def _preempted(self, pod: PodInfo, outcome: Outcome) -> None:
         """The real PostFilter's bookkeeping, mirrored: victims terminating, the lower-priority pods
@@ -231,7 +226,7 @@ class EmbeddedCluster:
         preempted = outcome.victims or outcome.nominated != pod.nominated_node
         if outcome.nominated is not None and preempted:
             self.clear_lower_nominations(outcome.nominated, pod.priority)
-        self.nodes.nominate(pod, outcome.nominated)
+        self.nominate(pod, outcome.nominated)
 
     def note_bound(self) -> None:
         self._running += 1
@@ -243,7 +238,17 @@ class EmbeddedCluster:
         """prepareCandidate: pods of lower priority nominated to the preempted node lose their nomination."""
         for other in list(self.nodes.nominated.get(node, {}).values()):
             if other.priority < priority:
-                self.nodes.nominate(other, None)
+                self.nominate(other, None)
+
+    def nominate(self, pod: PodInfo, node: int | None) -> None:
+        """Set or clear an unbound pod's nominated node. 1.37 (eventhandlers.go): when a nominated node is
+        left — the nomination changed (updatePodInSchedulingQueue, hasNominatedNodeNameChanged) or the
+        pod was deleted (deletePodFromSchedulingQueue) — pods of lower or equal priority, which counted
+        the pod as assigned there, get an AssignedPodDelete move on it; 1.32 raised none."""
+        old = pod.nominated_node
+        self.nodes.nominate(pod, node)
+        if old is not None and old != node and pod.node is None and self.kube_version != "1.32":
+            self.queue.event(POD_DELETE, [old], [pod], max_priority=pod.priority)
 
     def take_evictions(self) -> list[Eviction]:
         out, self._evictions = self._evictions, []

@@ -118,7 +118,7 @@ class Groups:
             raise AssertionError("a group cycle succeeded short of minCount")  # placement_feasible forbids it
         bindings = []
         for pod, node in result.placed:
-            c.nodes.nominate(pod, None)
+            c.nominate(pod, None)
             c.nodes.assume(node, pod)
             pod.node, pod.bound_at = node, now
             c.note_bound()
@@ -156,7 +156,7 @@ class Groups:
         found = preempt_group(profile, members, c.nodes, entity.priority, algorithm)
         if found is None:
             for m in members:
-                c.nodes.nominate(m, None)
+                c.nominate(m, None)
             return
         for victim in found.victims:
             if victim.terminating:
@@ -166,7 +166,7 @@ class Groups:
             c.evict(Eviction(victim.name, why))
         for pod, node in found.nominations:
             c.clear_lower_nominations(node, entity.priority)
-            c.nodes.nominate(pod, node)
+            c.nominate(pod, node)
 
     def give_up(self) -> list[Unschedulable]:
         """With nothing running and nothing left to arrive: a group still gated, or one the cluster as

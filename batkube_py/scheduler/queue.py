@@ -1,11 +1,12 @@
 """The scheduling queue, on the simulated clock: activeQ, backoffQ and unschedulable (parked) pods.
 
-As upstream (scheduling_queue.go, QueueingHints on as in 1.32): a pod that fits nowhere is parked
-with the plugins that rejected it; a cluster event those plugins registered for moves it back when one
-of those plugins' QueueingHint says the event can help it (Plugin.queueing_hint; most registered events
-here always can), to activeQ if its backoff (1 s doubling to 10 s per attempt) has expired, else to
-backoffQ, flushed on a 1-s tick; parked pods older than 5 min are flushed every 30 s; a failed pod's
-queue timestamp becomes the failure time.
+As upstream (scheduling_queue.go, QueueingHints on as in 1.32 and 1.37; where 1.37 differs — the backoff
+counter, 1-s windows, pop from backoffQ, nomination moves — versions.py and backoffq.py say): a pod that
+fits nowhere is parked with the plugins that rejected it; a cluster event those plugins registered for
+moves it back when one of those plugins' QueueingHint says the event can help it (Plugin.queueing_hint;
+most registered events here always can), to activeQ if its backoff (1 s doubling to 10 s) has expired,
+else to backoffQ, flushed on a 1-s tick; parked pods older than 5 min are flushed every 30 s; a failed
+pod's queue timestamp becomes the failure time.
 
 Retrying every parked pod on every completion is what makes a naive twin slow: thousands of doomed
 cycles per event. A pod rejected only for resources (NodeResourcesFit / NodeUnschedulable) by an event
