@@ -20,7 +20,7 @@ cmp platforms/cluster_16x1core.xml "$repo/platforms/cluster_16x1core.xml"
 cmp workloads/burst_200_delay170.json "$repo/workloads/burst_200_delay170.json"
 batkube run -p platforms/cluster_16x1core.xml -w workloads/burst_200_delay170.json -o runs/burst \
   | tee run.txt
-grep -q '^makespan=2210.41 mean_waiting_time=981.044 ' run.txt
+grep -q '^makespan=2210.35 mean_waiting_time=979.376 ' run.txt
 test -s runs/burst/pods.csv
 batkube controlplane build --help > help.txt
 grep -q 'kube-scheduler' help.txt
