@@ -73,6 +73,7 @@ class ApiServerCluster(expedite.BackoffExpedite):
         self.left_in_backoff = 0
         self._fences: dict[str, int] = {"UnschedulablePodAdd": 0, "AssignedPodDelete": 0, "NodeAdd": 0}
         self._closed = False
+        self.facts: dict[str, str] = {}  # sync policy and Kubernetes version, for summary.json
         self._unfenced_deletes = False
         self._moved = False  # a delete or node change since the last cycle
         self.watch = PodWatch(self.core, self.namespace)
@@ -317,7 +318,7 @@ class ApiServerCluster(expedite.BackoffExpedite):
         return len(self.node_of)
 
     def report(self) -> dict:
-        return {}
+        return dict(self.facts)
 
     def over_allocations(self) -> int:
         return self._over

@@ -119,7 +119,7 @@ class PacedCluster(ApiServerCluster):
         return self.shadow.running()
 
     def report(self) -> dict:
-        return {"real_attempts": self.parity.attempts, **self.parity.summary()}
+        return {**self.facts, "real_attempts": self.parity.attempts, **self.parity.summary()}
 
     def close(self) -> None:
         if not self._closed:
