@@ -29,7 +29,7 @@ WORKLOADS = SHARED / "reference" / "workloads"
 
 MISSING = (
     "etcd/kube-apiserver/kube-scheduler not built: run `batkube controlplane build` "
-    "(Go >= 1.23, once, cached) to run the real-backend tests"
+    "(Go >= 1.26, once, cached) to run the real-backend tests"
 )
 
 

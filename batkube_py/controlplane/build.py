@@ -155,7 +155,7 @@ def build(log=sys.stderr, attempts: int = 3, version: str | None = None) -> Bina
     go = shutil.which("go")
     if go is None:
         raise BuildError(
-            "`go` is not on PATH: install Go >= 1.23 (e.g. apt-get install golang-go) to build "
+            "`go` is not on PATH: install Go >= 1.26 (kubernetes 1.37 needs it) to build "
             "the control plane, or put etcd, kube-apiserver and kube-scheduler on PATH"
         )
     out = bin_dir(v)
