@@ -171,7 +171,8 @@ class QueueCluster(ApiServerCluster):
         self.attempts_real += len(st.get("popped") or [])
         real_bound = self._collect(st)
         self.settle_wall += time.monotonic() - t0
-        self._real = {"popped": st.get("popped") or [], "bound": real_bound}
+        popped = st.get("popped") or []
+        self._real = {"popped": popped, "bound": real_bound, "last": {q: i for i, q in enumerate(popped)}}
         self._tried = set()
         self.shadow.schedule(now)
         self._mirror_untried(now)
@@ -221,6 +222,8 @@ class QueueCluster(ApiServerCluster):
     def attempt(self, pod: PodInfo, twin: Decision, now: float) -> Outcome:
         """The twin's queue popped `pod`: what did the real scheduler do with it in this step?"""
         self._tried.add(pod.name)
+        if self._catch_up(pod.name, now):  # judged on the state the real scheduler tried it on
+            twin = self.shadow.profiles[pod.scheduler_name].schedule_one(pod, self.shadow.nodes)
         index = self.shadow.nodes.index
         node = self._real["bound"].get(pod.name)
         if node is not None:
@@ -236,6 +239,25 @@ class QueueCluster(ApiServerCluster):
         nominated = index.get(view.nominated) if view is not None and view.nominated else None
         self.parity.failed(pod, twin, self.shadow, nominated, view.reason if view else "", now)
         return Outcome(None, nominated, victims)
+
+    def _catch_up(self, name: str, now: float) -> bool:
+        """Mirror the real bindings of pods the real queue popped before `name` and the twin's has not
+        yet: the pops came in another order (a timing mismatch), and the pod is judged on the real state."""
+        last = self._real["last"]
+        if (i := last.get(name)) is None:
+            return False
+        index, names = self.shadow.nodes.index, self.shadow.nodes.names
+        moved = False
+        for q, node in self._real["bound"].items():
+            j = last.get(q)
+            if q == name or q in self._tried or j is None or j > i or q not in self.shadow.pods:
+                continue
+            why = f"kube-scheduler's queue tried it before {name}, the twin's queue after"
+            self.parity.timing(now, self.shadow.pods[q], why, names, None, node)
+            self.shadow.bind(q, index[node], now)
+            self._tried.add(q)
+            moved = True
+        return moved
 
     def _mirror_untried(self, now: float) -> None:
         """Real bindings of pods the twin's queue did not pop now: a timing mismatch, mirrored anyway."""
