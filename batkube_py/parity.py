@@ -38,6 +38,7 @@ class Parity:
     failures: int = 0
     skipped_attempts: int = 0
     ties: int = 0  # decisions with several equally good nodes (scores, or preemption candidates)
+    timing_mismatches: int = 0  # pods one queue tried at a time and the other did not (--sync queue)
     mismatches: list[dict] = field(default_factory=list)
 
     def check(self, pod: PodInfo, twin: Decision, cluster: EmbeddedCluster, real: int, now: float) -> None:
@@ -81,6 +82,13 @@ class Parity:
                 self._add(now, pod, "preemption outside the twin's best candidates", names[nominated],
                           [names[i] for i in best])  # fmt: skip
 
+    def timing(self, now: float, pod: PodInfo, kind: str, names: list[str], twin: Decision | None,
+               real: str = "") -> None:  # fmt: skip
+        """One queue tried the pod at this time and the other did not (`--sync queue`)."""
+        self.timing_mismatches += 1
+        best = [names[twin.node]] if twin is not None and twin.node is not None else []
+        self._add(now, pod, kind, real, best)
+
     def skipped(self, pod: PodInfo, twin: Decision, names: list[str], now: float) -> None:
         """A retry skipped because the pod fits no node's free room: the twin must agree."""
         self.skipped_attempts += 1
@@ -105,6 +113,7 @@ class Parity:
             "parity_skipped_retries": self.skipped_attempts,
             "parity_ties": self.ties,
             "parity_mismatches": len(self.mismatches),
+            "parity_timing_mismatches": self.timing_mismatches,
         }
 
     def close(self) -> None:

@@ -34,8 +34,10 @@ class SchedulerUnresponsive(RuntimeError):
 
 
 class SyncOptions(BaseModel):
-    # auto: paced when every pod is kube-scheduler's (whose /metrics the adapter reads), else settle
-    policy: Literal["auto", "paced", "settle", "timeout"] = "auto"
+    # auto: queue when batkube's kube-scheduler 1.37 with its clock endpoint serves every pod, else paced
+    # when kube-scheduler (whose /metrics the adapter reads) does, else settle
+    policy: Literal["auto", "queue", "paced", "settle", "timeout"] = "auto"
+    clock_address: str | None = Field(None, description="kube-scheduler's simulated-clock endpoint (queue)")
     metrics_url: str | None = Field(None, description="kube-scheduler /metrics (settle policy)")
     quiet: float = Field(0.05, description="s of pod silence that counts as 'done' without metrics")
     confirm: float = Field(0.0, description="s the metrics must stay settled (extra margin; fences suffice)")
@@ -45,6 +47,9 @@ class SyncOptions(BaseModel):
         "simulated backoff (≤ max_backoff) has certainly expired"
     )  # fmt: skip
     max_backoff: float = Field(10.0, description="the scheduler's podMaxBackoffSeconds")
+    # kube-scheduler >= 1.33 (SchedulerPopFromBackoffQ): a pod in backoffQ is popped at once when activeQ
+    # is empty, so a backing-off pod means work to come, never a wall-clock wait to expedite
+    pop_from_backoff: bool = False
     # Batkube's knobs (timeout policy)
     timeout: float = 0.020
     min_delay: float = 0.0
@@ -117,7 +122,8 @@ _WANTED = tuple(
         b"scheduler_pending_pods",
         b"scheduler_inflight_events",
         b"scheduler_goroutines",
-        b"scheduler_scheduler_cache_size",
+        b"scheduler_scheduler_cache_size",  # until 1.33
+        b"scheduler_cache_size",
         b"scheduler_event_handling_duration_seconds_count",
         b"scheduler_schedule_attempts_total",
     )
@@ -151,12 +157,13 @@ def parse_metrics(text: str) -> Metrics:
             m.in_flight = v
         elif name == "scheduler_goroutines" and 'operation="binding"' in labels:
             m.binding = v
-        elif name == "scheduler_scheduler_cache_size" and 'type="nodes"' in labels:
+        elif name in ("scheduler_scheduler_cache_size", "scheduler_cache_size") and 'type="nodes"' in labels:
             m.nodes = v
         elif name == "scheduler_event_handling_duration_seconds_count":
             e = re.search(r'event="([A-Za-z]+)"', labels)
-            if e:
-                m.events[e.group(1)] = v
+            if e:  # 1.33 renamed the UnschedulablePod event resource UnscheduledPod
+                label = e.group(1).replace("UnscheduledPod", "UnschedulablePod")
+                m.events[label] = m.events.get(label, 0) + v
         elif name == "scheduler_schedule_attempts_total":
             m.attempts += v
     return m
@@ -261,6 +268,7 @@ class SettlePolicy:
                 # the next round of recreations is judged on the real state: nothing active, in flight
                 # or binding, and some backing-off pod is not one left there on purpose
                 if (not kube_ok and m is not None and self.opts.backoff == "expedite"
+                        and not self.opts.pop_from_backoff
                         and m.idle_but(m.backoff) and m.backoff > view.excused_backoff()
                         and view.expedite()):  # fmt: skip
                     settled_at = None
@@ -322,7 +330,7 @@ class SettlePolicy:
             view.disrupted(clear=True)
             return True, m
         ok = (
-            m is not None and m.idle_but(view.excused_backoff())
+            m is not None and m.idle_but(0 if self.opts.pop_from_backoff else view.excused_backoff())
             and m.queued - self.base_queued == view.unbound(True)
             and all(m.events.get(k, 0) - self.base.get(k, 0) >= n for k, n in view.fences().items())
         )  # fmt: skip

@@ -30,7 +30,7 @@ WORKLOADS = SHARED / "reference" / "workloads"
 
 MISSING = (
     "etcd/kube-apiserver/kube-scheduler not built: run `batkube controlplane build` "
-    "(Go >= 1.23, once, cached) to run the real-backend tests"
+    "(Go >= 1.26, once, cached) to run the real-backend tests"
 )
 
 
@@ -39,19 +39,20 @@ def controlplane_required() -> bool:
     return os.environ.get("BATKUBE_REQUIRE_CONTROLPLANE") == "1" or os.environ.get("CI") == "true"
 
 
-def require_binaries() -> None:
-    if build.find_binaries() is None:
+def require_binaries(version: str | None = None) -> None:
+    if (build.find_binaries(version) if version else build.find_binaries()) is None:
+        missing = MISSING + (f" (`--kube-version {version}`)" if version else "")
         if controlplane_required():
-            pytest.fail(MISSING + " (required here: CI=true or BATKUBE_REQUIRE_CONTROLPLANE=1)")
-        pytest.skip(MISSING)
+            pytest.fail(missing + " (required here: CI=true or BATKUBE_REQUIRE_CONTROLPLANE=1)")
+        pytest.skip(missing)
 
 
-def start(tmp: Path, scheduler_config: Path | None = None) -> ControlPlane:
+def start(tmp: Path, scheduler_config: Path | None = None, version: str | None = None) -> ControlPlane:
     """A control plane in its own temp dir: pytest prunes old basetemp dirs (pytest-of-USER/pytest-N) when
     another pytest starts, which would delete a running etcd's data under tmp_path."""
-    require_binaries()
+    require_binaries(version)
     cp = ControlPlane(Path(tempfile.mkdtemp(prefix="batkube-cp-", dir=os.environ.get("BATKUBE_TEST_TMP"))))
-    cp.up(scheduler_config)
+    cp.up(scheduler_config, version=version)
     (tmp / "controlplane-dir").parent.mkdir(parents=True, exist_ok=True)
     (tmp / "controlplane-dir").write_text(str(cp.dir))
     return cp

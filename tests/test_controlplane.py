@@ -25,8 +25,23 @@ def test_build_is_cached_and_pinned():
     bins = build.build()
     assert time.monotonic() - t0 < 5, "a second build must be a no-op"
     version = subprocess.run([str(bins.kube_scheduler), "--version"], capture_output=True, text=True).stdout
-    if bins.kube_scheduler.parent == build.bin_dir():
-        assert build.KUBE_VERSION in version
+    assert bins.kube_scheduler.parent == build.bin_dir() and bins.clock
+    assert build.kube_version() == build.DEFAULT_KUBE_VERSION == "v1.37.2" in version
+    assert bins.version() == "v1.37.2"
+
+
+def test_kube_versions_have_their_own_sources_and_cache(monkeypatch):
+    """1.32.6 stays buildable beside 1.37.2: its own Go modules (etcd 3.5.21), its own binary directory."""
+    monkeypatch.delenv("BATKUBE_KUBE_VERSION", raising=False)
+    assert build.module_dirs("v1.37.2") == {"kube": "kube-v1.37.2", "etcd": "etcd-v3.7.0"}
+    assert build.module_dirs("v1.32.6") == {"kube": "kube-v1.32.6", "etcd": "etcd-v3.5.21"}
+    assert build.bin_dir("1.32.6").name.startswith("k8s-v1.32.6-etcd-v3.5.21-")
+    assert build.bin_dir().name.startswith("k8s-v1.37.2-etcd-v3.7.0-")
+    monkeypatch.setenv("BATKUBE_KUBE_VERSION", "1.32.6")
+    assert build.kube_version() == "v1.32.6"
+    result = CliRunner().invoke(main, ["controlplane", "build", "--kube-version", "1.30.0"])
+    assert result.exit_code == 1 and "supported: v1.32.6, v1.37.2" in result.output
+    assert "Traceback" not in result.output
 
 
 def test_up_status_down_loopback_only(tmp_path: Path):
@@ -86,8 +101,11 @@ def test_build_compiles_a_writable_copy_of_the_packaged_go_sources(tmp_path, mon
     src = build.sources()
     assert src.parent == tmp_path / "src"
     packaged = sorted(p.relative_to(build.GOBUILD) for p in build.GOBUILD.rglob("*") if p.is_file())
-    assert {Path("kube/go.mod"), Path("etcd/main.go"), Path("kube/cmd/kube-scheduler/main.go")} <= {*packaged}
-    assert sorted(p.relative_to(src) for p in src.rglob("*") if p.is_file()) == packaged
+    cmd = Path("kube-v1.37.2/cmd/kube-scheduler")
+    want = {Path("kube-v1.37.2/go.mod"), Path("etcd-v3.7.0/main.go"), cmd / "main.go", cmd / "control.go"}
+    assert want <= {*packaged}
+    copied = sorted(p.relative_to(src) for p in src.rglob("*") if p.is_file())
+    assert copied == [p for p in packaged if p.parts[0] in ("kube-v1.37.2", "etcd-v3.7.0")]
     assert build.sources() == src  # a second call reuses the copy
     monkeypatch.setenv("PATH", str(tmp_path))  # no go
     result = CliRunner().invoke(main, ["controlplane", "build"])

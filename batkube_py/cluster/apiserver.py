@@ -74,6 +74,7 @@ class ApiServerCluster(expedite.BackoffExpedite):
         self._fences: dict[str, int] = {"UnschedulablePodAdd": 0, "AssignedPodDelete": 0, "NodeAdd": 0}
         self._closed = False
         self._cordoned: set[str] = set()
+        self.facts: dict[str, str] = {}  # sync policy and Kubernetes version, for summary.json
         self._unfenced_deletes = False
         self._moved = False  # a delete or node change since the last cycle
         self.watch = PodWatch(self.core, self.namespace)
@@ -96,23 +97,25 @@ class ApiServerCluster(expedite.BackoffExpedite):
             sa,
             ok=(409,),
         )
+        creates, readies = [], []
+        status = {"status": {"conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+                                             "message": "simulated by batkube"}]}}  # fmt: skip
         for node in nodes:
             node.metadata.labels = {**(node.metadata.labels or {}), SIMULATED: self.run_id}
             taint = client.V1Taint(key=SIMULATED, value="true", effect="NoSchedule")
             node.spec.taints = [*(node.spec.taints or []), taint]
             node.spec.unschedulable = None
-            self.calls(f"create node {node.metadata.name}", self.core.create_node, node)
+            name = node.metadata.name
+            creates.append((f"create node {name}", self.core.create_node, (node,), {}))
             self._fences["NodeAdd"] += 1
             # The TaintNodesByCondition admission plugin adds not-ready on create; with no kubelet and no
             # node controller nobody would lift it. The adapter is the kubelet: the node is Ready.
-            taints = [t.to_dict() for t in node.spec.taints]
-            self.calls(f"taint node {node.metadata.name}", self.core.patch_node, node.metadata.name,
-                       {"spec": {"taints": taints}})  # fmt: skip
-            status = {"status": {"conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
-                                                 "message": "simulated by batkube"}]}}  # fmt: skip
-            self.calls(
-                f"ready node {node.metadata.name}", self.core.patch_node_status, node.metadata.name, status
-            )
+            taints = {"spec": {"taints": [t.to_dict() for t in node.spec.taints]}}
+            readies.append((f"taint node {name}", self.core.patch_node, (name, taints), {}))
+            readies.append((f"ready node {name}", self.core.patch_node_status, (name, status), {}))
+        # no pod exists yet, so the order of the nodes' writes is nobody's to observe: a few at once
+        self.calls.all(creates)
+        self.calls.all(readies)
         self.watch.start()
         try:
             self.policy.wait_nodes(len(nodes))
@@ -319,7 +322,7 @@ class ApiServerCluster(expedite.BackoffExpedite):
         return len(self.node_of)
 
     def report(self) -> dict:
-        return {}
+        return dict(self.facts)
 
     def over_allocations(self) -> int:
         return self._over

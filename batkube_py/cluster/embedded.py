@@ -188,6 +188,16 @@ class EmbeddedCluster:
         self.queue.end_cycle()
         return bindings
 
+    def bind(self, name: str, node: int, now: float) -> None:
+        """Mirror a binding another scheduler made without this queue popping the pod (cluster/queued.py)."""
+        pod = self.pods[name]
+        self.queue.remove(name)
+        self.nodes.nominate(pod, None)
+        self.nodes.assume(node, pod)
+        pod.node, pod.bound_at = node, now
+        self._running += 1
+        self.queue.event(POD_ADD, [node], [pod])
+
     def _post_filter(self, profile: Profile, pod: PodInfo) -> None:
         """DefaultPreemption (PostFilter), with upstream's bookkeeping of nominations.
 

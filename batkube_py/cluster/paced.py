@@ -119,7 +119,8 @@ class PacedCluster(ApiServerCluster):
         return self.shadow.running()
 
     def report(self) -> dict:
-        return {"real_attempts": self.parity.attempts, **self.parity.summary(), **self.shadow.report()}
+        return {**self.facts, "real_attempts": self.parity.attempts, **self.parity.summary(),
+                **self.shadow.report()}  # fmt: skip
 
     def close(self) -> None:
         if not self._closed:

@@ -33,12 +33,21 @@ def controlplane() -> None:
     """A loopback etcd + kube-apiserver + kube-scheduler for `--backend apiserver`."""
 
 
+_version = click.option(
+    "--kube-version",
+    default=None,
+    help=f"Kubernetes release: {', '.join(sorted(build.ETCD_FOR))} (default: $BATKUBE_KUBE_VERSION, "
+    f"else {build.DEFAULT_KUBE_VERSION}).",
+)
+
+
 @controlplane.command("build")
-def build_cmd() -> None:
+@_version
+def build_cmd(kube_version: str | None) -> None:
     """Build the pinned etcd / kube-apiserver / kube-scheduler from the Go module proxy (cached)."""
     t0 = time.monotonic()
     try:
-        bins = build.build()
+        bins = build.build(version=kube_version)
     except build.BuildError as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(f"{bins.kube_apiserver.parent} ready in {time.monotonic() - t0:.0f} s")
@@ -52,14 +61,17 @@ def build_cmd() -> None:
     default=None,
     help="Your KubeSchedulerConfiguration (profiles, plugins, backoff).",
 )
-def up_cmd(directory: Path | None, scheduler_config: Path | None) -> None:
+@_version
+def up_cmd(directory: Path | None, scheduler_config: Path | None, kube_version: str | None) -> None:
     """Start the control plane and write a kubeconfig."""
     cp = ControlPlane(directory)
     try:
-        st = cp.up(scheduler_config)
+        st = cp.up(scheduler_config, version=kube_version)
     except ControlPlaneError as exc:
         raise click.ClickException(str(exc)) from None
-    click.echo(f"control plane up: {st.server}\nkubeconfig: {st.kubeconfig}\nmetrics: {st.scheduler_metrics}")
+    click.echo(f"control plane up: {st.server} (Kubernetes {st.versions.get('kubernetes')})\n"
+               f"kubeconfig: {st.kubeconfig}\nmetrics: {st.scheduler_metrics}"
+               + (f"\nsimulated clock: {st.scheduler_clock}" if st.scheduler_clock else ""))  # fmt: skip
 
 
 @controlplane.command("down")
@@ -127,12 +139,14 @@ def backend_options(f: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--sync",
             "sync_policy",
-            type=click.Choice(["auto", "paced", "settle", "timeout"]),
+            type=click.Choice(["auto", "queue", "paced", "settle", "timeout"]),
             default="auto",
             show_default=True,
-            help="apiserver: kube-scheduler tries each pod when its queue on the simulated clock would "
-            "(paced), or wait until any scheduler is done (settle), or Batkube's timeouts; auto: paced "
-            "when kube-scheduler serves every pod, else settle.",
+            help="apiserver: kube-scheduler's own queue on the simulated clock (queue; batkube's "
+            "kube-scheduler 1.37.2), or the twin's queue deciding when kube-scheduler tries a pod (paced), "
+            "or wait until any scheduler is done (settle), or Batkube's timeouts; auto: queue when "
+            "batkube's kube-scheduler 1.37.2 serves every pod, paced with another kube-scheduler, else "
+            "settle.",
         ),
         click.option(
             "--timeout-value", type=_seconds, default=0.020, show_default=True,

@@ -46,12 +46,17 @@ class State(BaseModel):
     etcd_port: int
     apiserver_port: int
     scheduler_port: int
+    clock_port: int | None = None  # batkube's kube-scheduler main: the simulated-clock endpoint
     pids: dict[str, int] = {}
     versions: dict[str, str] = {}
 
     @property
     def scheduler_metrics(self) -> str:
         return f"https://127.0.0.1:{self.scheduler_port}/metrics"
+
+    @property
+    def scheduler_clock(self) -> str | None:
+        return f"127.0.0.1:{self.clock_port}" if self.clock_port else None
 
 
 def default_dir() -> Path:
@@ -113,23 +118,30 @@ class ControlPlane:
 
     # ---- lifecycle ------------------------------------------------------------------------------
 
-    def up(self, scheduler_config: Path | None = None, timeout: float = 60.0, attempts: int = 2) -> State:
+    def up(self, scheduler_config: Path | None = None, timeout: float = 60.0, attempts: int = 2,
+           version: str | None = None) -> State:  # fmt: skip
         """Start all three; one retry on fresh ports if a component dies during start-up (a port race)."""
         for attempt in range(attempts):
             try:
-                return self._up(scheduler_config, timeout)
+                return self._up(scheduler_config, timeout, version)
             except ControlPlaneError as exc:
                 if attempt + 1 == attempts or "exited during start-up" not in str(exc):
                     raise
         raise AssertionError("unreachable")
 
-    def _up(self, scheduler_config: Path | None, timeout: float) -> State:
-        bins = build.find_binaries()
+    def _up(self, scheduler_config: Path | None, timeout: float, version: str | None) -> State:
+        try:
+            bins = build.find_binaries(version)
+        except build.BuildError as exc:
+            raise ControlPlaneError(str(exc)) from None
         if bins is None:
+            v = build.kube_version(version)
             raise ControlPlaneError(
-                "etcd/kube-apiserver/kube-scheduler not found: run `batkube controlplane build` (builds the "
-                "pinned releases from the Go module proxy, ~10 min once) or put them on PATH"
+                f"etcd/kube-apiserver/kube-scheduler {v} not found: run `batkube controlplane build"
+                f"{'' if v == build.DEFAULT_KUBE_VERSION else ' --kube-version ' + v}` (builds the pinned "
+                "releases from the Go module proxy, ~10 min once) or put them on PATH"
             )
+        self._bins = bins
         if any(self.running().values()):
             raise ControlPlaneError(
                 f"a control plane already runs in {self.dir}; `batkube controlplane down`"
@@ -144,10 +156,12 @@ class ControlPlane:
             etcd_port=_free_port(),
             apiserver_port=_free_port(),
             scheduler_port=_free_port(),
+            clock_port=_free_port() if bins.clock else None,
         )
         st.server = f"https://127.0.0.1:{st.apiserver_port}"
         st.kubeconfig.write_text(pki.kubeconfig(st.server, self.dir / "pki" / "ca.crt", token))
-        st.versions = {"kubernetes": build.KUBE_VERSION, "etcd": build.ETCD_VERSION}
+        kube = bins.version() or "unknown"
+        st.versions = {"kubernetes": kube, "etcd": build.ETCD_FOR.get(kube, "unknown")}
         self.write_scheduler_config(st, scheduler_config)
         self._save(st)
         try:
@@ -192,8 +206,7 @@ class ControlPlane:
             "--profiling=false",
             f"--cert-dir={self.dir / 'certs'}",
         ]
-        bins = build.find_binaries()
-        assert bins is not None
+        bins = self._binaries()
         self._start(st, "kube-apiserver", [str(bins.kube_apiserver), *args])
         token = st.kubeconfig.read_text().split("token: ", 1)[1].split()[0]
         self._wait(f"{st.server}/readyz", timeout, "kube-apiserver", ca=p / "ca.crt", token=token)
@@ -207,10 +220,19 @@ class ControlPlane:
             f"--authorization-kubeconfig={st.kubeconfig}",
             "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
         ]
-        bins = build.find_binaries()
-        assert bins is not None
+        if st.clock_port:
+            args.append(f"--batkube-control-address={st.scheduler_clock}")
+        bins = self._binaries()
         self._start(st, "kube-scheduler", [str(bins.kube_scheduler), *args])
         self._wait(f"https://127.0.0.1:{st.scheduler_port}/healthz", timeout, "kube-scheduler")
+        if st.clock_port:
+            self._wait(f"http://{st.scheduler_clock}/ready", timeout, "kube-scheduler")
+
+    def _binaries(self) -> build.Binaries:
+        """The binaries `up` chose (a restart of one component in tests uses the same)."""
+        bins = getattr(self, "_bins", None) or build.find_binaries()
+        assert bins is not None
+        return bins
 
     def write_scheduler_config(self, st: State, user_config: Path | None) -> None:
         """The user's KubeSchedulerConfiguration, pointed at this cluster and without leader election."""

@@ -46,6 +46,7 @@ class PodWatch:
         self.last_event = time.monotonic()
         self.relists = 0
         self.reconnects = 0
+        self.bindings_seen = 0  # bindings ever seen, for a caller that knows how many were made
         self.error: str | None = None
         self._rv = "0"
         self._stop = threading.Event()
@@ -81,6 +82,7 @@ class PodWatch:
                 if pod.spec.node_name and view.node is None:
                     view.node = pod.spec.node_name
                     self.bound.append((rv, name, view.node))
+                    self.bindings_seen += 1
                 view.nominated = (pod.status.nominated_node_name if pod.status else None) or None
                 for c in (pod.status.conditions if pod.status else None) or []:
                     # SchedulingGated is the apiserver's mark of a gated pod, not a failed attempt
@@ -129,6 +131,13 @@ class PodWatch:
             return [(p, n) for _, p, n in out]
 
     # ---- the loop -------------------------------------------------------------------------------
+
+    def sync(self) -> None:
+        """Apply the namespace's current state now, without waiting for its watch events (which may
+        still be on the way): the watch keeps its resourceVersion, and the late events change nothing."""
+        pods = self.core.list_namespaced_pod(self.namespace, _request_timeout=30)
+        for pod in sorted(pods.items, key=lambda p: int(p.metadata.resource_version or 0)):
+            self._apply(pod)
 
     def _relist(self) -> None:
         pods = self.core.list_namespaced_pod(self.namespace, _request_timeout=30)

@@ -35,9 +35,9 @@ class ApiServerConfig(BaseModel):
     scheduler_names: list[str] = []
     sync: SyncOptions = SyncOptions()
     keep_controlplane: bool = False
-    # the release of the real kube-scheduler, which the twin that paces it follows (scheduler/versions.py);
-    # 1.32: the control plane `batkube controlplane build` builds today is 1.32.6
-    kube_version: Literal["1.32", "1.37"] = "1.32"
+    # the twin that paces / checks the real kube-scheduler (scheduler/versions.py); None: the one that
+    # follows the control plane's own release (1.37 for 1.37.2, 1.32 for 1.32.6 and unknown clusters)
+    kube_version: Literal["1.32", "1.37"] | None = None
 
 
 def scheduler_facts(scheduler_config: Path | None) -> tuple[set[str], float]:
@@ -60,6 +60,7 @@ def apiserver_session(cfg: ApiServerConfig, run_dir: Path | None = None) -> Iter
     names = set(cfg.scheduler_names)
     kube_names: set[str] = set()
     kubeconfig = cfg.kubeconfig
+    version = "unknown"
     if kubeconfig is None:
         cp = ControlPlane(cfg.controlplane_dir)
         if not all(cp.running().values()):
@@ -72,8 +73,11 @@ def apiserver_session(cfg: ApiServerConfig, run_dir: Path | None = None) -> Iter
         if st is None:
             raise ControlPlaneError(f"no control plane state in {cp.dir}")
         kubeconfig = st.kubeconfig
+        version = st.versions.get("kubernetes", "unknown")
         if sync.metrics_url is None:
             sync.metrics_url = st.scheduler_metrics
+        if sync.clock_address is None:
+            sync.clock_address = st.scheduler_clock
         kube_names, sync.max_backoff = scheduler_facts(cp.dir / "scheduler-config.yaml")
         names |= kube_names
     elif sync.metrics_url is not None:
@@ -85,10 +89,22 @@ def apiserver_session(cfg: ApiServerConfig, run_dir: Path | None = None) -> Iter
     from batkube_py.cluster.apiserver import ApiServerCluster
 
     if sync.policy == "auto":
-        sync.policy = "paced" if sync.metrics_url and names <= kube_names else "settle"
+        kube_only = bool(sync.metrics_url) and names <= kube_names
+        sync.policy = ("queue" if sync.clock_address else "paced") if kube_only else "settle"
         log.info("--sync auto: %s", sync.policy)
+    if sync.policy == "queue" and not sync.clock_address:
+        raise ControlPlaneError(
+            "--sync queue needs batkube's kube-scheduler 1.37.2 main, started by batkube (`batkube "
+            f"controlplane up`, or no --kubeconfig); this one is kube-scheduler {version} without its clock"
+        )
+    sync.pop_from_backoff = _minor(version) >= 33
+    if cfg.kube_version is None:
+        cfg = cfg.model_copy(update={"kube_version": "1.37" if _minor(version) >= 37 else "1.32"})
+        log.info("the twin checking kube-scheduler %s follows its release (--kube-version %s)", version,
+                 cfg.kube_version)  # fmt: skip
+    log.info("apiserver backend: kube-scheduler %s, sync policy %s", version, sync.policy)
     paced = None
-    if sync.policy == "paced":
+    if sync.policy in ("paced", "queue"):
         real_config = cp.dir / "scheduler-config.yaml" if cfg.kubeconfig is None else cfg.scheduler_config
         paced = paced_parts(cfg, real_config, names, kube_names, sync)
     api = config.new_client_from_config(config_file=str(kubeconfig))
@@ -96,15 +112,24 @@ def apiserver_session(cfg: ApiServerConfig, run_dir: Path | None = None) -> Iter
     clusters: list[ApiServerCluster] = []
 
     def factory(nodes: list[client.V1Node]) -> ApiServerCluster:
+        cluster: ApiServerCluster
         if paced is not None:
-            from batkube_py.cluster.paced import PacedCluster
             from batkube_py.parity import Parity
 
             profiles, queue = paced
             parity = Parity(run_dir / "parity.csv" if run_dir is not None else None)
-            cluster: ApiServerCluster = PacedCluster(nodes, api, sync, profiles, queue, kube_names, parity)
+            if sync.policy == "queue":
+                from batkube_py.cluster.queued import QueueCluster
+
+                clock = sync.clock_address
+                cluster = QueueCluster(nodes, api, sync, clock, profiles, queue, kube_names, parity)
+            else:
+                from batkube_py.cluster.paced import PacedCluster
+
+                cluster = PacedCluster(nodes, api, sync, profiles, queue, kube_names, parity)
         else:
             cluster = ApiServerCluster(nodes, api, sync, scheduler_names=names or None, kube_names=kube_names)
+        cluster.facts = {"sync_policy": sync.policy, "kubernetes_version": version}
         clusters.append(cluster)
         return cluster
 
@@ -149,6 +174,12 @@ def paced_parts(cfg: ApiServerConfig, real_config: Path | None, names: set[str],
     queue = QueueConfig(pod_initial_backoff=user.pod_initial_backoff, pod_max_backoff=user.pod_max_backoff,
                         kube_version=v)  # fmt: skip
     return build_profiles(real, 0), queue
+
+
+def _minor(version: str) -> int:
+    """33 for "v1.33.0"; 0 when unknown (a cluster batkube did not start: 1.32's behaviour assumed)."""
+    parts = version.lstrip("v").split(".")
+    return int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 0
 
 
 def _profiles_part(path: Path) -> dict:

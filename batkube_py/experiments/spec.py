@@ -97,7 +97,7 @@ class Case(_Model):
 class Sync(_Model):
     """`batkube run --sync ...` for the apiserver backend; None keeps the CLI default."""
 
-    policy: Literal["auto", "paced", "settle", "timeout"] = "auto"
+    policy: Literal["auto", "queue", "paced", "settle", "timeout"] = "auto"
     timeout_value: float | None = Field(None, ge=0)
     min_delay: float | None = Field(None, ge=0)
     base_simulation_timestep: float | None = Field(None, gt=0)

@@ -1,0 +1,305 @@
+"""kube-scheduler's own queue on Batsim's clock (`--sync queue`): the real scheduler decides when a pod is
+tried and where it goes.
+
+batkube's kube-scheduler 1.37.2 main (gobuild/kube-v1.37.2/cmd/kube-scheduler) gives the scheduling queue
+a clock the adapter sets (scheduler.WithClock) and a loopback control endpoint. Each Batsim step at
+simulated time T: `begin(T)` holds the scheduler's pops and moves its clock to T; the step's deletes, node
+changes and new pods go to the apiserver; `settle` waits until the scheduler's event handlers have seen
+all of them, does the backoffQ and unschedulable-leftover flushes due at T, lets the scheduler pop until
+it has nothing left to do at T, and returns the queue's next wake-up (an error backoff expiring, a
+leftover flush tick), which becomes a CALL_ME_LATER. The timers the clock does not drive are handled in
+the Go main and documented in docs/sync.md.
+
+The twin runs beside it as a shadow (as under `--sync paced`), fed the same events, with its own queue
+on the same clock: each pod the twin's queue pops is looked up in what the real scheduler did in this
+step. A binding is checked against the twin's best nodes on the same state (parity.py); a pod one queue
+tried and the other did not, at this time, is a timing mismatch. The shadow then mirrors the real
+outcome, so both continue from the real state.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import math
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+
+from kubernetes import client
+
+from batkube_py.cluster.apiserver import ApiServerCluster
+from batkube_py.cluster.base import BackendError, Binding, Unschedulable
+from batkube_py.cluster.embedded import EmbeddedCluster, Outcome
+from batkube_py.controlplane.clock import ClockError, SchedulerClock
+from batkube_py.parity import Parity
+from batkube_py.scheduler.framework import Decision, Profile
+from batkube_py.scheduler.podinfo import PodInfo
+from batkube_py.scheduler.queue import QueueConfig
+from batkube_py.scheduler.snapshot import InvariantViolation
+from batkube_py.sync import SyncOptions
+
+log = logging.getLogger(__name__)
+
+FLUSH_PERIOD = 30.0  # the unschedulable-leftover flush period of upstream's queue (simulated seconds)
+NODE_EVENT = "NodeUpdateNodeAnnotation"  # the handler label an annotated node patch is counted under
+TICK_TOLERANCE = 1e-6
+
+
+class QueueCluster(ApiServerCluster):
+    def __init__(
+        self,
+        nodes: list[client.V1Node],
+        api: client.ApiClient,
+        sync: SyncOptions,
+        clock_address: str,
+        profiles: list[Profile],
+        queue_config: QueueConfig,
+        kube_names: set[str] | frozenset[str],
+        parity: Parity | None = None,
+        **kw,
+    ):
+        self.clock = SchedulerClock(clock_address, uuid.uuid4().hex[:12], timeout=sync.crash_timeout)
+        self.shadow = EmbeddedCluster(copy.deepcopy(nodes), profiles=profiles, queue_config=queue_config,
+                                      attempts=self)  # fmt: skip
+        self.parity = parity or Parity(None)
+        self._step: float | None = None  # simulated time of the step begun
+        self._want: dict[str, int] = {}  # handler runs the adapter's writes must cause, by event label
+        self._base_scheduled = 0.0
+        self._last_tick = -math.inf
+        self._origin: datetime | None = None
+        self._node_patches = 0
+        self._real: dict = {}  # what the real scheduler did in this step
+        self._tried: set[str] = set()  # pods the twin's queue popped in this step
+        self._several_priorities: set[int] = set()
+        self._real_wake: float | None = None
+        self.steps = 0
+        self.settle_wall = 0.0
+        self.attempts_real = 0
+        super().__init__(nodes, api, sync, scheduler_names=set(kube_names), kube_names=kube_names, **kw)
+
+    def _create_cluster(self, nodes: list[client.V1Node]) -> None:
+        try:
+            ready = self.clock.ready()
+        except ClockError as exc:
+            raise BackendError(str(exc)) from None
+        if ready.get("run"):
+            raise BackendError(
+                f"run {ready['run']} drives this kube-scheduler's clock: one --sync queue run at a time"
+            )
+        self._want = {k: int(v) for k, v in ready.get("events", {}).items()}
+        self._base_scheduled = float(ready.get("scheduled", 0))
+        super()._create_cluster(nodes)
+
+    # ---- the step -------------------------------------------------------------------------------
+
+    def _begin(self, now: float) -> None:
+        if self._step is not None and now <= self._step:
+            return
+        try:
+            st = self.clock.begin(now)
+        except ClockError as exc:
+            self._break(str(exc))
+            raise BackendError(str(exc)) from None
+        if self._origin is None:
+            self._origin = datetime.fromtimestamp(st["origin"], UTC)
+        self._step = now
+
+    def _count(self, label: str, n: int = 1) -> None:
+        self._want[label] = self._want.get(label, 0) + n
+
+    def add_pod(self, pod: client.V1Pod, job_id: str, now: float) -> None:
+        if self.broken:
+            return
+        self._begin(now)
+        self.shadow.add_pod(pod, job_id, now)
+        pod = copy.deepcopy(pod)
+        name = self._prepare(pod)
+        self._several_priorities.add(self.priorities[name])
+        self.watch.track(name)
+        self._count("UnscheduledPodAdd")
+        try:
+            self.calls(f"create pod {name}", self.core.create_namespaced_pod, self.namespace, pod)
+        except BackendError as exc:
+            self._break(str(exc))
+
+    def delete_pod(self, name: str, now: float) -> None:
+        if name in self.shadow.pods:
+            self.shadow.delete_pod(name, now)
+        if self.broken:
+            self._forget(name)
+            return
+        self._begin(now)
+        node = self._forget(name)
+        self._count("AssignedPodDelete" if node is not None else "UnscheduledPodDelete")
+        try:
+            self.calls(f"delete pod {name}", self.core.delete_namespaced_pod, name, self.namespace,
+                       grace_period_seconds=0, ok=(404,))  # fmt: skip
+        except BackendError as exc:
+            self._break(str(exc))
+
+    def set_nodes_schedulable(self, nodes: list[str], schedulable: bool, now: float) -> None:
+        self.shadow.set_nodes_schedulable(nodes, schedulable, now)
+        self._begin(now)
+        for name in nodes:
+            self._node_patches += 1
+            # a cordon alone is counted under the taint label only when it changes something; the
+            # annotation makes every patch one event the step can wait for
+            patch = {"metadata": {"annotations": {"batkube.io/change": str(self._node_patches)}},
+                     "spec": {"unschedulable": not schedulable}}  # fmt: skip
+            self._count(NODE_EVENT)
+            try:
+                self.calls(f"cordon {name}", self.core.patch_node, name, patch)
+            except BackendError as exc:
+                self._break(str(exc))
+
+    def schedule(self, now: float) -> list[Binding]:
+        self._alive()
+        self.now = now
+        self._begin(now)
+        tick = math.floor(now / FLUSH_PERIOD + TICK_TOLERANCE) * FLUSH_PERIOD
+        flush = tick if tick > self._last_tick else None
+        t0 = time.monotonic()
+        try:
+            st = self.clock.settle(self._want, flush)
+        except ClockError as exc:
+            self._break(f"kube-scheduler did not settle at t={now}: {exc}")
+            raise BackendError(self.broken or str(exc)) from None
+        if flush is not None:
+            self._last_tick = tick
+        self.steps += 1
+        self.attempts_real += len(st.get("popped") or [])
+        real_bound = self._collect(st)
+        self.settle_wall += time.monotonic() - t0
+        popped = st.get("popped") or []
+        self._real = {"popped": popped, "bound": real_bound, "last": {q: i for i, q in enumerate(popped)}}
+        self._tried = set()
+        self.shadow.schedule(now)
+        self._mirror_untried(now)
+        out = []
+        for pod, node in real_bound.items():
+            if pod not in self.requests or pod in self.node_of:
+                continue
+            self._bound(pod, node)
+            out.append(Binding(pod, node))
+        self._start_times(out, now)
+        wake = st.get("next_wakeup")
+        self._real_wake = wake if wake is not None and wake > now + TICK_TOLERANCE else None
+        if self._over:
+            raise InvariantViolation(f"{self._over} bindings over-allocated a node (see batkube.log)")
+        return out
+
+    def _collect(self, st: dict) -> dict[str, str]:
+        """The step's bindings, in the order the apiserver recorded them, once the pod watch has them all
+        (the scheduler's binding calls have returned; their watch events may still be on the way)."""
+        scheduled = st.get("scheduled", 0) - self._base_scheduled
+        deadline = time.monotonic() + self.opts.crash_timeout
+        with self.watch.cond:
+            while self.watch.bindings_seen < scheduled:
+                if self.watch.error:
+                    raise BackendError(self.watch.error)
+                if time.monotonic() > deadline:
+                    self._break(f"the pod watch saw {self.watch.bindings_seen} of {scheduled} bindings")
+                    raise BackendError(self.broken or "")
+                self.watch.cond.wait(0.05)
+        if st.get("preempting"):
+            self.watch.sync()  # victims marked for deletion by the preemption goroutines
+        return dict(self.watch.take_bindings())
+
+    def _start_times(self, bound: list[Binding], now: float) -> None:
+        """The kubelet's part: status.startTime, which preemption reads (victims that started last go
+        first). Only needed when priorities differ; whole simulated seconds from the run's origin."""
+        if len(self._several_priorities) < 2 or self._origin is None:
+            return
+        started = {"status": {"startTime": self._origin + timedelta(seconds=math.floor(now))}}
+        for b in bound:
+            self._count("AssignedPodUpdate")
+            self.calls(f"start pod {b.pod}", self.core.patch_namespaced_pod_status, b.pod, self.namespace,
+                       started)  # fmt: skip
+
+    # ---- the shadow twin ------------------------------------------------------------------------
+
+    def attempt(self, pod: PodInfo, twin: Decision, now: float) -> Outcome:
+        """The twin's queue popped `pod`: what did the real scheduler do with it in this step?"""
+        self._tried.add(pod.name)
+        if self._catch_up(pod.name, now):  # judged on the state the real scheduler tried it on
+            twin = self.shadow.profiles[pod.scheduler_name].schedule_one(pod, self.shadow.nodes)
+        index = self.shadow.nodes.index
+        node = self._real["bound"].get(pod.name)
+        if node is not None:
+            self.parity.check(pod, twin, self.shadow, index[node], now)
+            return Outcome(index[node])
+        if pod.name not in self._real["popped"]:
+            self.parity.timing(now, pod, "the twin's queue tried it, kube-scheduler's did not",
+                               self.shadow.nodes.names, twin)  # fmt: skip
+            return Outcome(None)
+        with self.watch.cond:
+            view = self.watch.pods.get(pod.name)
+            victims = tuple(p for p, _ in self.watch.evictions)
+        nominated = index.get(view.nominated) if view is not None and view.nominated else None
+        self.parity.failed(pod, twin, self.shadow, nominated, view.reason if view else "", now)
+        return Outcome(None, nominated, victims)
+
+    def _catch_up(self, name: str, now: float) -> bool:
+        """Mirror the real bindings of pods the real queue popped before `name` and the twin's has not
+        yet: the pops came in another order (a timing mismatch), and the pod is judged on the real state."""
+        last = self._real["last"]
+        if (i := last.get(name)) is None:
+            return False
+        index, names = self.shadow.nodes.index, self.shadow.nodes.names
+        moved = False
+        for q, node in self._real["bound"].items():
+            j = last.get(q)
+            if q == name or q in self._tried or j is None or j > i or q not in self.shadow.pods:
+                continue
+            why = f"kube-scheduler's queue tried it before {name}, the twin's queue after"
+            self.parity.timing(now, self.shadow.pods[q], why, names, None, node)
+            self.shadow.bind(q, index[node], now)
+            self._tried.add(q)
+            moved = True
+        return moved
+
+    def _mirror_untried(self, now: float) -> None:
+        """Real bindings of pods the twin's queue did not pop now: a timing mismatch, mirrored anyway."""
+        index, names = self.shadow.nodes.index, self.shadow.nodes.names
+        why = "kube-scheduler's queue tried it, the twin's did not"
+        for pod, node in self._real["bound"].items():
+            if pod in self._tried or pod not in self.shadow.pods:
+                continue
+            self.parity.timing(now, self.shadow.pods[pod], why, names, None, node)
+            self.shadow.bind(pod, index[node], now)
+        for pod in set(self._real["popped"]) - self._tried - set(self._real["bound"]):
+            if pod in self.shadow.pods:
+                self.parity.timing(now, self.shadow.pods[pod], why, names, None)
+
+    # ---- Backend protocol -----------------------------------------------------------------------
+
+    def give_up_pending(self, now: float) -> list[Unschedulable]:
+        gone = super().give_up_pending(now)
+        for g in gone:
+            if g.pod in self.shadow.pods:
+                self.shadow.delete_pod(g.pod, now)
+        return gone
+
+    def next_wakeup(self) -> float | None:
+        if self.broken:
+            return None
+        # the twin's wake-ups too, so that a retry only its queue would make shows as a mismatch
+        wakes = [w for w in (self._real_wake, self.shadow.next_wakeup()) if w is not None and w > self.now]
+        return min(wakes) if wakes else None
+
+    def report(self) -> dict:
+        return {
+            **self.facts,
+            "real_attempts": self.attempts_real,
+            "queue_steps": self.steps,
+            **self.parity.summary(),
+        }
+
+    def close(self) -> None:
+        if not self._closed:
+            log.info("queue: %d steps, %d attempts by kube-scheduler's own queue, %.1f s waiting for it",
+                     self.steps, self.attempts_real, self.settle_wall)  # fmt: skip
+            self.parity.close()
+            self.clock.end()
+        super().close()
