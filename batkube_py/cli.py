@@ -311,14 +311,16 @@ def workload_cmd(kind, jobs, delay, interval, cpu, memory, pods_per_job, one_pod
 @click.option("--shape", type=click.Choice(commworkload.SHAPES), required=True,
               help="gang; topology (with --group-topology); flat: one pod per job, a delay as long "
                    "as the ptask alone.")
-@click.option("--jobs", "-n", type=click.IntRange(1, MAX_JOBS), default=100, show_default=True)
+@click.option("--jobs", "-n", type=click.IntRange(1, MAX_JOBS), default=100, show_default=True, help="Jobs.")
 @click.option("--interval", type=Finite(0, 1e9, low_open=True), default=5, show_default=True,
               help="Mean seconds between arrivals (Poisson).")
-@click.option("--min-res", type=click.IntRange(1, 100_000), default=2, show_default=True)
-@click.option("--max-res", type=click.IntRange(1, 100_000), default=8, show_default=True)
+@click.option("--min-res", type=click.IntRange(1, 100_000), default=2, show_default=True,
+              help="Fewest hosts of a job.")
+@click.option("--max-res", type=click.IntRange(1, 100_000), default=8, show_default=True,
+              help="Most hosts of a job (uniform in between).")
 @click.option("--cores", type=click.IntRange(1, 100_000), default=1, show_default=True,
               help="Cores per node: each pod asks a whole node (flat: R nodes' cores).")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of sizes, work and arrivals.")
 @click.option("--group-topology", default=None, help="Node label key for --shape topology.")
 @click.option("--platform", type=_file, default=None,
               help="Platform whose first hosts time the flat delays (default: one generated rack).")
