@@ -15,7 +15,7 @@ gc.disable()
 try:
     import click
 
-    from batkube_py import __version__, platforms, rundir, workloads
+    from batkube_py import __version__, commworkload, platforms, rundir, workloads
     from batkube_py.cliparams import MAX_JOBS, MAX_NODES, SECONDS, Finite, guard_options
     from batkube_py.cliutil import CONTEXT, Quantity, fixed, out_option, short_help_everywhere
     from batkube_py.controlplane.cli import apiserver_config, backend_options, controlplane
@@ -305,6 +305,36 @@ def workload_cmd(kind, jobs, delay, interval, cpu, memory, pods_per_job, one_pod
     gangs = f" of {pods_per_job} pods each" if pods_per_job > 1 else ""
     what = f"{jobs} {kind} job(s){gangs} of {fixed(float(delay))} s, {when}"
     _write(json.dumps(doc, indent=1) + "\n", out, what)
+
+
+@main.command("comm-workload")
+@click.option("--shape", type=click.Choice(commworkload.SHAPES), required=True,
+              help="gang; topology (with --group-topology); flat: one pod per job, a delay as long "
+                   "as the ptask alone.")
+@click.option("--jobs", "-n", type=click.IntRange(1, MAX_JOBS), default=100, show_default=True, help="Jobs.")
+@click.option("--interval", type=Finite(0, 1e9, low_open=True), default=5, show_default=True,
+              help="Mean seconds between arrivals (Poisson).")
+@click.option("--min-res", type=click.IntRange(1, 100_000), default=2, show_default=True,
+              help="Fewest hosts of a job.")
+@click.option("--max-res", type=click.IntRange(1, 100_000), default=8, show_default=True,
+              help="Most hosts of a job (uniform in between).")
+@click.option("--cores", type=click.IntRange(1, 100_000), default=1, show_default=True,
+              help="Cores per node: each pod asks a whole node (flat: R nodes' cores).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of sizes, work and arrivals.")
+@click.option("--group-topology", default=None, help="Node label key for --shape topology.")
+@click.option("--platform", type=_file, default=None,
+              help="Platform whose first hosts time the flat delays (default: one generated rack).")
+@out_option("Batsim JSON workload to write (default: stdout).", dir_okay=False, default=None)
+def comm_workload_cmd(
+    shape, jobs, interval, min_res, max_res, cores, seed, group_topology, platform, out
+) -> None:
+    """Write a communicating gang workload (parallel_homogeneous jobs on --min-res..--max-res hosts)."""
+    try:
+        doc = commworkload.comm_jobs(jobs, interval, min_res, max_res, cores, seed, shape, group_topology,
+                                     None if platform is None else str(platform))  # fmt: skip
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    _write(json.dumps(doc, indent=1) + "\n", out, f"{jobs} {shape} job(s) on {min_res}-{max_res} hosts")
 
 
 main.add_command(controlplane)

@@ -5,7 +5,9 @@ of one group may share a node. Job (or profile) fields:
 - `onePodPerNode: true` puts every pod on its own node (a required pod anti-affinity on
   kubernetes.io/hostname against the group's pods), so the job runs on N distinct hosts;
 - `groupTopology: <node label key>` asks for the whole group in one value of that label
-  (spec.schedulingConstraints.topology, TopologyAwareWorkloadScheduling).
+  (spec.schedulingConstraints.topology, TopologyAwareWorkloadScheduling);
+- `groupPolicy: gang` (default) or `basic`: a basic PodGroup (schedulingPolicy.basic) lets its pods bind
+  one by one as room appears, holding what they got; the job still starts when its last pod is bound.
 Once every pod is bound the job starts with one EXECUTE_JOB: its alloc is the distinct hosts and, when
 pods share a host, a `mapping` gives each executor (pod i runs executor i) the index of its host in the
 alloc. A group no cluster state could hold is rejected on submission; one disrupted pod kills the job.
@@ -44,10 +46,13 @@ class Gang:
         return self.group.metadata.name
 
 
+POLICIES = ("gang", "basic")
+
+
 def group_fields(
     job_id: str, job: dict[str, Any], profile: dict[str, Any]
-) -> tuple[bool, str | None] | translate.Rejection:
-    """(one pod per node, topology key) from the job, else its profile."""
+) -> tuple[bool, str | None, str] | translate.Rejection:
+    """(one pod per node, topology key, policy) from the job, else its profile."""
     where, one = ("onePodPerNode", job["onePodPerNode"]) if "onePodPerNode" in job else (
         "profile.onePodPerNode", profile.get("onePodPerNode"))  # fmt: skip
     if one is not None and not isinstance(one, bool):
@@ -61,7 +66,11 @@ def group_fields(
             podcheck.labels({key: "x"}, "node label")
         except podcheck.FieldProblem as exc:
             return translate.Rejection(job_id, where, repr(key), f"a node label key ({exc})")
-    return bool(one), key
+    where, policy = ("groupPolicy", job["groupPolicy"]) if "groupPolicy" in job else (
+        "profile.groupPolicy", profile.get("groupPolicy", "gang"))  # fmt: skip
+    if policy not in POLICIES:
+        return translate.Rejection(job_id, where, repr(policy), "'gang' or 'basic'")
+    return bool(one), key, policy
 
 
 def member_names(base: str, size: int, taken) -> tuple[str, list[str]]:
@@ -74,7 +83,9 @@ def member_names(base: str, size: int, taken) -> tuple[str, list[str]]:
     return name, [f"{name}-{i}" for i in range(size)]
 
 
-def pod_group(name: str, size: int, shape: podshape.Shape, topology: str | None) -> client.V1beta1PodGroup:
+def pod_group(
+    name: str, size: int, shape: podshape.Shape, topology: str | None, policy: str = "gang"
+) -> client.V1beta1PodGroup:
     constraints = None
     if topology is not None:
         constraints = client.V1beta1PodGroupSchedulingConstraints(
@@ -85,7 +96,9 @@ def pod_group(name: str, size: int, shape: podshape.Shape, topology: str | None)
         kind="PodGroup",
         metadata=client.V1ObjectMeta(name=name, namespace=translate.NAMESPACE),
         spec=client.V1beta1PodGroupSpec(
-            scheduling_policy=client.V1beta1PodGroupSchedulingPolicy(
+            scheduling_policy=client.V1beta1PodGroupSchedulingPolicy(basic={})
+            if policy == "basic"
+            else client.V1beta1PodGroupSchedulingPolicy(
                 gang=client.V1beta1GangSchedulingPolicy(min_count=size)
             ),
             scheduling_constraints=constraints,
@@ -146,14 +159,14 @@ class Gangs:
         fields = group_fields(job_id, job, profile)
         if isinstance(fields, translate.Rejection):
             return fields
-        one_per_node, topology = fields
+        one_per_node, topology, policy = fields
         if not getattr(backend, "supports_groups", lambda: False)():
             return translate.Rejection(
                 job_id, "res", repr(size), "1: this backend does not schedule pod groups (res > 1) yet"
             )
         name, pods = member_names(record.pod, size, taken)
         record.group = name  # rejected.csv names the group even when it never existed
-        group = pod_group(name, size, shape, topology)
+        group = pod_group(name, size, shape, topology, policy)
         first = member_pod(job_id, name, pods[0], 0, shape, one_per_node)
         if (why := backend.group_never_fits(first, group)) is not None:
             return translate.Rejection(job_id, "res", repr(size), why)

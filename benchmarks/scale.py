@@ -3,13 +3,15 @@
 
 - nasa: the whole NASA iPSC/860 trace (../shared/traces, 18,239 jobs after swf-tools' cleaning) converted
   with `swf-tools convert --normalize-cpu 8` onto 16 nodes of 8 cores (the iPSC's 128 processors);
+- nasa-gangs: the same trace with its node counts kept (`swf-tools convert --cores-per-node 1`: a job on P
+  processors is a gang of P one-cpu pods, ~300,000 pods) on 128 one-core nodes (issue 26's target: 60 s);
 - 100k: 100,000 spaced pods (1 cpu, 1Gi, 170 s, one every 10 ms) on 5,000 nodes of 8 cores and 32Gi,
   with --record-decisions.
 
 Prints the wall time of the whole `batkube run` command, the adapter's and Batsim's CPU seconds and
 peak RSS (each process's own, as summary.json reports them: batkube_py/usage.py), and the run's figures.
 
-    python benchmarks/scale.py [--only nasa|100k] [--batsim double|CMD] [--keep DIR]
+    python benchmarks/scale.py [--only nasa|nasa-gangs|100k] [--batsim double|CMD] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -42,6 +44,14 @@ def nasa_inputs(tmp: Path) -> tuple[Path, Path, list[str]]:
     return platform, workload, []
 
 
+def nasa_gang_inputs(tmp: Path) -> tuple[Path, Path, list[str]]:
+    workload, platform = tmp / "nasa-gangs.json", tmp / "nasa128x1.xml"
+    swf_tools = [sys.executable, "-c", "from swf_tools.cli import main; main()"]
+    _check([*swf_tools, "convert", str(TRACE), "-o", str(workload), "--cores-per-node", "1"])
+    _check([*BATKUBE, "platform", "--nodes", "128", "--cores", "1", "-o", str(platform)])
+    return platform, workload, []
+
+
 def big_inputs(tmp: Path) -> tuple[Path, Path, list[str]]:
     workload, platform = tmp / "spaced100k.json", tmp / "5000x8.xml"
     _check([*BATKUBE, "workload", "spaced", "--jobs", "100000", "--interval", "0.01", "--delay", "170",
@@ -50,7 +60,7 @@ def big_inputs(tmp: Path) -> tuple[Path, Path, list[str]]:
     return platform, workload, ["--record-decisions"]
 
 
-CASES = {"nasa": nasa_inputs, "100k": big_inputs}
+CASES = {"nasa": nasa_inputs, "nasa-gangs": nasa_gang_inputs, "100k": big_inputs}
 
 
 def one(name: str, tmp: Path, batsim: str) -> None:

@@ -224,6 +224,9 @@ def extract(trace: Path, period: float, utilisation: float, variation: float, se
 @click.option("--platform", "platform", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               default=None, help="Keep node counts, with the cores per node of this batkube platform.")
 @click.option("--one-pod-per-node", is_flag=True, help="Each pod of a group on a node of its own.")
+@click.option("--group-policy", type=click.Choice(["gang", "basic"]), default="gang", show_default=True,
+              help="A group's PodGroup policy: gang (all pods at once) or basic (pods bind one by one, "
+                   "holding their nodes; the job starts when the last is bound).")
 @click.option("--indent", type=click.IntRange(min=0), default=None, help="Pretty-print the JSON.")
 @STRICT
 @_user_errors
@@ -233,7 +236,7 @@ def convert_command(trace: Path, out: Path, normalize_cpu: float | None, normali
                     memory_from: str, normalize_memory: int | None, scheduler: str,
                     walltime_factor: float | None, keep_ids: bool, jobs_from_time: float | None, nb_res: int,
                     cores_per_node: float | None, platform: Path | None, one_pod_per_node: bool,
-                    indent: int | None, strict: bool) -> None:
+                    group_policy: str, indent: int | None, strict: bool) -> None:
     """Convert TRACE into a Batsim 4.2.1 delay workload (nb_res, jobs, profiles) for batkube."""
     if platform is not None:
         if cores_per_node is not None:
@@ -245,7 +248,7 @@ def convert_command(trace: Path, out: Path, normalize_cpu: float | None, normali
         memory_from=memory_from, normalize_memory_kib=normalize_memory,  # type: ignore[arg-type]
         scheduler=scheduler, walltime_factor=walltime_factor, keep_ids=keep_ids,
         jobs_from_time=jobs_from_time, nb_res=nb_res, cores_per_node=cores_per_node,
-        one_pod_per_node=one_pod_per_node)
+        one_pod_per_node=one_pod_per_node, group_policy=group_policy)
     options.validate()
     workload, report = convert(_load(trace, strict), options)
     out.write_text(workload.to_json(indent) + "\n", encoding="utf-8")

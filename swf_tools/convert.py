@@ -50,6 +50,7 @@ class ConvertOptions:
     nb_res: int = 1
     cores_per_node: float | None = None  # keep node counts: a job on P procs is ceil(P / this) pods
     one_pod_per_node: bool = False
+    group_policy: str = "gang"  # or "basic": a group's pods bind one by one (batkube's groupPolicy)
 
     def validate(self) -> None:
         """Reject contradictory options up front, before any work, with the option names in the message."""
@@ -85,9 +86,9 @@ class ConvertOptions:
                 raise ConversionError("keeping node counts (--cores-per-node/--platform) gives each pod its "
                                       "share of the job's processors: no --normalize-cpu, --uniform-cpu "
                                       "or --cpu-headroom")
-        elif self.one_pod_per_node:
-            raise ConversionError("--one-pod-per-node needs node counts kept "
-                                  "(--cores-per-node or --platform)")
+        elif self.one_pod_per_node or self.group_policy != "gang":
+            flag = "--one-pod-per-node" if self.one_pod_per_node else "--group-policy basic"
+            raise ConversionError(f"{flag} needs node counts kept (--cores-per-node or --platform)")
         if self.nb_res < 1:
             raise ConversionError(f"--nb-res must be >= 1, got {self.nb_res}")
 
@@ -251,7 +252,8 @@ def convert(trace: SwfTrace, options: ConvertOptions) -> tuple[BatsimWorkload, C
         name = profile_name(d, c, m)
         if name not in profiles:
             profiles[name] = DelayProfile(delay=d, cpu=c, memory=m, scheduler=options.scheduler,
-                                          onePodPerNode=options.one_pod_per_node or None)
+                                          onePodPerNode=options.one_pod_per_node or None,
+                                          groupPolicy="basic" if options.group_policy == "basic" else None)
         out_jobs.append(Job(id=ids[i], subtime=float(subtime[i]), profile=name, res=int(res[i]),
                             walltime=None if walltime is None else float(max(walltime[i], d, 0.001))))
     workload = BatsimWorkload(nb_res=options.nb_res, jobs=out_jobs, profiles=profiles)

@@ -35,6 +35,7 @@ class DelayProfile(BaseModel):
     memory: str | None = None
     scheduler: str = Field(min_length=1)
     onePodPerNode: bool | None = None  # noqa: N815 (batkube's profile field: each pod of a group on its own node)
+    groupPolicy: Literal["basic"] | None = None  # noqa: N815 (batkube's profile field: pods bind one by one)
 
     @field_validator("memory")
     @classmethod

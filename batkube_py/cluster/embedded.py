@@ -265,14 +265,21 @@ class EmbeddedCluster:
         return out
 
     def give_up_pending(self, now: float) -> list[Unschedulable]:
-        """With nothing running and nothing left to arrive, a pod that fits no node now never will."""
-        if self._running:
+        """With nothing running and nothing left to arrive, a pod that fits no node now never will (pods
+        bound to a basic group still waiting for the rest do not run: holding nodes, they can deadlock)."""
+        if self._running > self.groups.held():
             return []
-        gone = self.groups.give_up()
+        stuck = self.groups.stuck()
+        hopeless = []
         for pod in self.queue.pending():
             feasible, reasons = self.profiles[pod.scheduler_name].diagnose(pod, self.nodes)
             if feasible:
-                continue  # backing off, but it will fit: the backend's wake-up brings it back
+                return []  # backing off, but it will fit: the backend's wake-up brings it back
+            hopeless.append((pod, reasons))
+        if stuck is None:
+            return []  # a group will fit at its wake-up, and what it frees later may hold these
+        gone = self.groups.give_up(stuck)
+        for pod, reasons in hopeless:
             self.queue.remove(pod.name)
             del self.pods[pod.name]
             detail = ", ".join(f"{n} {r}" for r, n in sorted(reasons.items()))

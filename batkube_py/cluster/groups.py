@@ -168,11 +168,12 @@ class Groups:
             c.clear_lower_nominations(node, entity.priority)
             c.nominate(pod, node)
 
-    def give_up(self) -> list[Unschedulable]:
-        """With nothing running and nothing left to arrive: a group still gated, or one the cluster as
-        it is cannot hold (groupfit.capacity), never runs."""
+    def stuck(self) -> list[tuple[GroupEntity, str]] | None:
+        """With nothing running and nothing left to arrive: every pending group and why it never runs
+        (still gated, or the cluster as it is cannot hold the rest of it: groupfit.capacity), or None
+        when one of them will fit at its backoff's wake-up (it then changes the cluster)."""
         c = self.cluster
-        gone = []
+        stuck = []
         for entity in self.queue.pending():
             why = entity.gate
             if why is None:
@@ -181,13 +182,20 @@ class Groups:
                 key = topology_key(entity.group) if entity.group is not None else None
                 room = groupfit.capacity(profile, first, c.nodes, key, empty=False)
                 bound = self.known(entity.name) - len(entity.members)
-                if bound + room >= entity.min_count:
-                    continue  # backing off, but it will fit: the backoff's wake-up brings it back
+                if bound + room >= entity.min_count and room >= len(entity.members):
+                    return None
+                # a basic group holding nodes without room for the rest never starts its job either
                 why = self.messages.get(entity.name) or "pod group is unschedulable"
-                why = f"{why} (the nodes hold {room} of its pods)"
+                why = f"{why} (the nodes hold {room} of its {len(entity.members)} unbound pods)"
+            stuck.append((entity, why))
+        return stuck
+
+    def give_up(self, stuck: list[tuple[GroupEntity, str]]) -> list[Unschedulable]:
+        gone = []
+        for entity, why in stuck:
             for name in list(entity.members):
                 gone.append(Unschedulable(name, f"pod group {entity.name}: {why}"))
-                c.pods.pop(name, None)
+                self.cluster.pods.pop(name, None)
                 self.delete_pod(name)
         return gone
 
@@ -211,3 +219,7 @@ class Groups:
 
     def pending(self) -> int:
         return len(self.queue)
+
+    def held(self) -> int:
+        """Bound pods of groups still waiting for others (basic groups): bound, yet their job not running."""
+        return sum(self.known(e.name) - len(e.members) for e in self.queue.pending())

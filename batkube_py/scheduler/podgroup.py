@@ -77,10 +77,12 @@ class GroupEntity:
 
 
 def backoff_duration(count: int, size: int, initial: float, maximum: float) -> float:
-    """calculateBackoffDuration for a pod group of `size` queued pods."""
+    """calculateBackoffDuration for a pod group of `size` queued pods (upstream doubles until the cap, so
+    a count in the thousands is just the cap, never an overflow)."""
     if count <= 0 or maximum <= 0:
         return 0.0
-    return min(initial * 2 ** (count - 1), maximum * math.sqrt(max(size, 1)))
+    cap = maximum * math.sqrt(max(size, 1))
+    return min(initial * 2.0 ** min(count - 1, 1000), cap)
 
 
 class GroupQueue:
