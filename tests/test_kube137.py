@@ -390,5 +390,5 @@ def test_a_nomination_moved_away_requeues_lower_or_equal_priority_pods(version):
     pre = nominated(c, "pre", 0, cpu="2", priority=5)
     submit(c, "low", cpu="1", priority=1)
     assert placed(c, 0.0) == {}
-    c._nominate(pre, None)  # e.g. its preemption found nothing this time
+    c.nominate(pre, None)  # e.g. its preemption found nothing this time
     assert placed(c, 40.0) == ({"low": "n0"} if version == "1.37" else {})
