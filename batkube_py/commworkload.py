@@ -23,9 +23,7 @@ BYTES = (1e7, 1e8, 5e8)
 
 def alone(platform_file: str, res: int, cpu: float, com: float) -> float:
     """How long the ptask lasts alone on the platform's first `res` hosts: its delay twin."""
-    from batkube_py.batsim_double.sharing import Model
     from batkube_py.batsim_double.simplatform import Platform
-    from batkube_py.batsim_double.tasks import matrices, ptask_action
 
     if platform_file not in _PLATFORMS:
         _PLATFORMS[platform_file] = Platform(platform_file)
@@ -33,9 +31,17 @@ def alone(platform_file: str, res: int, cpu: float, com: float) -> float:
     compute = [h for h in platform.hosts.values() if h.props.get("role") != "master"]
     if res > len(compute):
         raise ValueError(f"--max-res {res} exceeds the platform's {len(compute)} compute hosts")
+    return alone_on(platform, compute[:res], cpu, com)
+
+
+def alone_on(platform, hosts: list, cpu: float, com: float) -> float:
+    """How long a parallel_homogeneous ptask lasts alone on these hosts of a double's Platform."""
+    from batkube_py.batsim_double.sharing import Model
+    from batkube_py.batsim_double.tasks import matrices, ptask_action
+
     prof = {"type": "parallel_homogeneous", "cpu": cpu, "com": com}
     model = Model(platform.surf_precision, platform.maxmin_precision)
-    model.add(ptask_action(platform, compute[:res], *matrices(prof, res, "p")))
+    model.add(ptask_action(platform, hosts, *matrices(prof, len(hosts), "p")))
     now = 0.0
     while model.started:
         delta = model.next_event()

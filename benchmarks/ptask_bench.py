@@ -27,24 +27,14 @@ from pathlib import Path
 from _runs import batkube_run, compile_package
 
 from batkube_py.batsim_double import BatsimDouble
-from batkube_py.batsim_double.sharing import Model
 from batkube_py.batsim_double.simplatform import Platform
-from batkube_py.batsim_double.tasks import matrices, ptask_action
+from batkube_py.commworkload import alone_on
 from batkube_py.platforms import rack_platform
 
 
 def alone(platform: Platform, res: int, cpu: float, com: float) -> float:
     """How long the ptask lasts alone on the platform's first `res` hosts (one rack): its delay twin."""
-    prof = {"type": "parallel_homogeneous", "cpu": cpu, "com": com}
-    model = Model(platform.surf_precision, platform.maxmin_precision)
-    hosts = [platform.hosts[f"node-{i}"] for i in range(res)]
-    model.add(ptask_action(platform, hosts, *matrices(prof, res, "p")))
-    now = 0.0
-    while model.started:
-        delta = model.next_event()
-        now += delta
-        model.update(delta)
-    return now
+    return alone_on(platform, [platform.hosts[f"node-{i}"] for i in range(res)], cpu, com)
 
 
 def workload(jobs: int, max_res: int, ptask: bool, seed: int, platform: Platform) -> dict:
