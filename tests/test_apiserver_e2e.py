@@ -17,7 +17,7 @@ import pytest
 from apiserver_support import DOUBLE, ROOT, WORKLOADS, run_cli, start, workload
 from click.testing import CliRunner
 
-from batkube_py.cli import main
+from batkube_py.cli.app import main
 
 IDEAL = {"200_delay170.json": (2210.26, 979.3352), "spaced_200_delay170.json": (2280.26, 57.7352)}
 

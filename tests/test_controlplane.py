@@ -9,7 +9,7 @@ from pathlib import Path
 from apiserver_support import require_binaries, start
 from click.testing import CliRunner
 
-from batkube_py.cli import main
+from batkube_py.cli.app import main
 from batkube_py.controlplane import build
 
 

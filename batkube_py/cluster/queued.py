@@ -31,13 +31,13 @@ from kubernetes import client
 from batkube_py.cluster.apiserver import ApiServerCluster
 from batkube_py.cluster.base import BackendError, Binding, Unschedulable
 from batkube_py.cluster.embedded import EmbeddedCluster, Outcome
+from batkube_py.cluster.parity import Parity
+from batkube_py.cluster.sync import SyncOptions
 from batkube_py.controlplane.clock import ClockError, SchedulerClock
-from batkube_py.parity import Parity
 from batkube_py.scheduler.framework import Decision, Profile
 from batkube_py.scheduler.podinfo import PodInfo
 from batkube_py.scheduler.queue import QueueConfig
 from batkube_py.scheduler.snapshot import InvariantViolation
-from batkube_py.sync import SyncOptions
 
 log = logging.getLogger(__name__)
 

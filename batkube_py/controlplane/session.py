@@ -17,10 +17,10 @@ from kubernetes import client, config
 from pydantic import BaseModel
 
 from batkube_py import safeyaml
+from batkube_py.adapter.decision import BackendFactory
+from batkube_py.adapter.translate import DEFAULT_SCHEDULER
+from batkube_py.cluster.sync import SyncOptions
 from batkube_py.controlplane.manager import ControlPlane, ControlPlaneError
-from batkube_py.decision import BackendFactory
-from batkube_py.sync import SyncOptions
-from batkube_py.translate import DEFAULT_SCHEDULER
 
 if TYPE_CHECKING:
     from batkube_py.cluster.apiserver import ApiServerCluster
@@ -114,7 +114,7 @@ def apiserver_session(cfg: ApiServerConfig, run_dir: Path | None = None) -> Iter
     def factory(nodes: list[client.V1Node]) -> ApiServerCluster:
         cluster: ApiServerCluster
         if paced is not None:
-            from batkube_py.parity import Parity
+            from batkube_py.cluster.parity import Parity
 
             profiles, queue = paced
             parity = Parity(run_dir / "parity.csv" if run_dir is not None else None)

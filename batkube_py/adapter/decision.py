@@ -17,19 +17,19 @@ from typing import Any
 
 from kubernetes import client
 
-from batkube_py import admission, gangjobs, podshape, translate
+from batkube_py.adapter import admission, gangjobs, podshape, translate
+from batkube_py.adapter.disruption import Disruptions
+from batkube_py.adapter.hosts import Hosts
+from batkube_py.adapter.instant import ADD, DELETE, NODES, Cycles
+from batkube_py.adapter.norequest import NoRequest
+from batkube_py.adapter.outputs import PodRecord, RunOutputs
+from batkube_py.adapter.outputs import summary as outputs_summary
+from batkube_py.adapter.startup import StartupLatency
 from batkube_py.cluster.base import Backend, BackendError
-from batkube_py.disruption import Disruptions
-from batkube_py.hosts import Hosts
-from batkube_py.instant import ADD, DELETE, NODES, Cycles
-from batkube_py.norequest import NoRequest
-from batkube_py.outputs import PodRecord, RunOutputs
-from batkube_py.outputs import summary as outputs_summary
 from batkube_py.protocol import models as m
 from batkube_py.protocol.codec import ProtocolError, decode_message
 from batkube_py.protocol.reply import TIME_RESOLUTION, Reply
 from batkube_py.scheduler.snapshot import InvariantViolation
-from batkube_py.startup import StartupLatency
 
 log = logging.getLogger(__name__)
 

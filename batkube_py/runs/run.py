@@ -21,21 +21,22 @@ from typing import Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from batkube_py import __version__, topology
+from batkube_py import __version__
+from batkube_py.adapter.decision import BackendFactory, DecisionProcess
+from batkube_py.adapter.norequest import NoRequest
+from batkube_py.adapter.outputs import RunOutputs
+from batkube_py.adapter.startup import LatencySpecError, StartupLatency, parse_latency
 from batkube_py.cluster.embedded import EmbeddedCluster
-from batkube_py.decision import BackendFactory, DecisionProcess
-from batkube_py.endpoint import Endpoint, EndpointError, PeerGone
-from batkube_py.norequest import NoRequest
-from batkube_py.outputs import RunOutputs
+from batkube_py.inputs import topology
 from batkube_py.protocol.codec import ProtocolError
 from batkube_py.protocol.reply import ReplyRuleError
+from batkube_py.runs.endpoint import Endpoint, EndpointError, PeerGone
+from batkube_py.runs.transcript import TranscriptWriter
+from batkube_py.runs.usage import AdapterUsage, ChildUsage
 from batkube_py.scheduler.config import ConfigError, build_profiles, default_config, load_config
 from batkube_py.scheduler.queue import QueueConfig
 from batkube_py.scheduler.record import DecisionRecorder
 from batkube_py.scheduler.versions import DEFAULT_KUBE_VERSION, FULL_VERSION, KubeVersion
-from batkube_py.startup import LatencySpecError, StartupLatency, parse_latency
-from batkube_py.transcript import TranscriptWriter
-from batkube_py.usage import AdapterUsage, ChildUsage
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +59,7 @@ class RunConfig:
     scheduler_config: Path | None = None
     connect_timeout: float | None = 120.0  # s for Batsim to connect and send SIMULATION_BEGINS
     idle_timeout: float | None = 600.0  # s of Batsim's silence (alive, not waiting for us) before giving up
-    transcript: Path | None = None  # every message and reply, raw (batkube_py.transcript)
+    transcript: Path | None = None  # every message and reply, raw (batkube_py.runs.transcript)
     batsim_log: bool = False  # Batsim's own log of every message (off: Batsim runs with -q)
     no_request: str = "exclusive"  # what a job without a cpu request asks for (norequest.py)
     kube_version: KubeVersion = DEFAULT_KUBE_VERSION  # the kube-scheduler release the embedded twin follows

@@ -19,7 +19,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from batkube_py.outputs import PodRecord
+from batkube_py.adapter.outputs import PodRecord
 from batkube_py.protocol import models as m
 from batkube_py.protocol.reply import Reply
 
