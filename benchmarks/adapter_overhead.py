@@ -35,7 +35,8 @@ from pathlib import Path
 
 from _runs import BENCH, ROOT, compile_package, free_endpoint
 
-from batkube_py.runs.run import RunConfig, batsim_command, find_batsim
+from batkube_py.runs.batsim import batsim_command, find_batsim
+from batkube_py.runs.run import RunConfig
 
 WALL_CLOCK = {"scheduling_time", "simulation_time"}  # out_schedule.csv columns measured in real seconds
 

@@ -38,6 +38,13 @@ class Disruptions:
     preempted: int = 0
     node_failures: int = 0
 
+    def summary(self) -> dict[str, int]:
+        return {
+            "jobs_preempted": self.preempted,
+            "jobs_node_failures": self.node_failures,
+            "jobs_resubmitted": self.resubmitted,
+        }
+
     def configure(self, config: dict[str, Any]) -> None:
         self.dynamic_jobs = bool(config.get("dynamic-jobs-enabled"))
         self.acknowledged = bool(config.get("dynamic-jobs-acknowledged"))

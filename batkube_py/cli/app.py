@@ -21,17 +21,10 @@ try:
     from batkube_py.controlplane.cli import apiserver_config, backend_options, controlplane
     from batkube_py.experiments.commands import experiment
     from batkube_py.inputs import commworkload, platforms, workloads
-    from batkube_py.runs import rundir
+    from batkube_py.runs import RunError, rundir
+    from batkube_py.runs.batsim import exit_on_sigterm, interrupt_on_sigterm
     from batkube_py.runs.endpoint import FREE_LOOPBACK
-    from batkube_py.runs.run import (
-        RunConfig,
-        RunError,
-        exit_on_sigterm,
-        interrupt_on_sigterm,
-        preflight,
-        run,
-        serve,
-    )
+    from batkube_py.runs.run import RunConfig, preflight, run, serve
 finally:
     gc.enable()
 

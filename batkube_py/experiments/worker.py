@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from batkube_py.experiments.plan import Task
-from batkube_py.runs.run import stop_process
+from batkube_py.runs.batsim import stop_process
 
 RESULT = "result.json"
 USAGE_KEYS = ("adapter_cpu_seconds", "adapter_peak_rss_mib", "batsim_cpu_seconds", "batsim_peak_rss_mib")
