@@ -31,6 +31,7 @@ from kubernetes import client
 from batkube_py.cluster.apiserver import ApiServerCluster
 from batkube_py.cluster.base import BackendError, Binding, Unschedulable
 from batkube_py.cluster.embedded import EmbeddedCluster, Outcome
+from batkube_py.cluster.realgroups import RealGroups
 from batkube_py.controlplane.clock import ClockError, SchedulerClock
 from batkube_py.parity import Parity
 from batkube_py.scheduler.framework import Decision, Profile
@@ -76,6 +77,7 @@ class QueueCluster(ApiServerCluster):
         self.steps = 0
         self.settle_wall = 0.0
         self.attempts_real = 0
+        self.pod_groups = RealGroups(self)
         super().__init__(nodes, api, sync, scheduler_names=set(kube_names), kube_names=kube_names, **kw)
 
     def _create_cluster(self, nodes: list[client.V1Node]) -> None:
@@ -90,6 +92,32 @@ class QueueCluster(ApiServerCluster):
         self._want = {k: int(v) for k, v in ready.get("events", {}).items()}
         self._base_scheduled = float(ready.get("scheduled", 0))
         super()._create_cluster(nodes)
+        self.pod_groups.probe()
+
+    # ---- pod groups (realgroups.py) -------------------------------------------------------------
+
+    def supports_groups(self) -> bool:
+        return self.pod_groups.unsupported is None
+
+    @property
+    def no_groups_reason(self) -> str | None:
+        return self.pod_groups.unsupported
+
+    def group_never_fits(self, pod: client.V1Pod, group: client.V1beta1PodGroup) -> str | None:
+        return self.shadow.group_never_fits(pod, group)
+
+    def add_pod_group(self, group: client.V1beta1PodGroup, now: float) -> None:
+        if self.broken:
+            return
+        self._begin(now)
+        self.shadow.add_pod_group(copy.deepcopy(group), now)
+        try:
+            self.pod_groups.create(group)
+        except BackendError as exc:
+            self._break(str(exc))
+
+    def attempt_group(self, entity, members: list[PodInfo], twin, now: float):
+        return self.pod_groups.attempt(entity, members, twin, now)
 
     # ---- the step -------------------------------------------------------------------------------
 
@@ -116,6 +144,7 @@ class QueueCluster(ApiServerCluster):
         pod = copy.deepcopy(pod)
         name = self._prepare(pod)
         self._several_priorities.add(self.priorities[name])
+        self.pod_groups.member(pod)
         self.watch.track(name)
         self._count("UnscheduledPodAdd")
         try:
@@ -135,6 +164,7 @@ class QueueCluster(ApiServerCluster):
         try:
             self.calls(f"delete pod {name}", self.core.delete_namespaced_pod, name, self.namespace,
                        grace_period_seconds=0, ok=(404,))  # fmt: skip
+            self.pod_groups.deleted(name)
         except BackendError as exc:
             self._break(str(exc))
 
@@ -275,6 +305,8 @@ class QueueCluster(ApiServerCluster):
     # ---- Backend protocol -----------------------------------------------------------------------
 
     def give_up_pending(self, now: float) -> list[Unschedulable]:
+        if self.shadow.groups.pending() and self.shadow.groups.stuck() is None:
+            return []  # a group backing off fits once its backoff ends (groups are never parked)
         gone = super().give_up_pending(now)
         for g in gone:
             if g.pod in self.shadow.pods:
