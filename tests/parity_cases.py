@@ -54,8 +54,7 @@ profiles:
       addedAffinity:
         preferredDuringSchedulingIgnoredDuringExecution:
 """ + "".join(
-    f"        - {{weight: {10 * r}, preference: {{matchExpressions: [{TERM % r}]}}}}\n"
-    for r in range(1, 6)
+    f"        - {{weight: {10 * r}, preference: {{matchExpressions: [{TERM % r}]}}}}\n" for r in range(1, 6)
 )
 
 
@@ -79,7 +78,7 @@ class Case:
         for j in self.jobs:
             key = f"d{j['delay']}"
             profiles[key] = {"type": "delay", "delay": float(key[1:])}
-            jobs.append({**{k: v for k, v in j.items() if k != "delay"}, "res": 1, "profile": key})
+            jobs.append({"res": 1, **{k: v for k, v in j.items() if k != "delay"}, "profile": key})
         nb = sum(n for n, _ in self.groups)
         (d / "w.json").write_text(json.dumps({"nb_res": nb, "jobs": jobs, "profiles": profiles}))
         cfg = ev = None
@@ -315,3 +314,89 @@ def cases() -> list[Case]:
 
 
 RANKED_SPACED = [{"id": f"j{i}", "subtime": 2 * i, "delay": 7 + (i % 4), "cpu": "1"} for i in range(40)]
+
+
+# The real scheduler's own queue backs off on the simulated clock with the control plane's
+# podMaxBackoffSeconds (1 s, `batkube controlplane up`'s default); the twin's queue takes the run's
+# --scheduler-config, so the gang cases give it the same values (a group's backoff is capped at
+# podMaxBackoffSeconds * sqrt(size): groups wait there, never parked).
+GANG_CONFIG = """apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+podInitialBackoffSeconds: 1
+podMaxBackoffSeconds: 1
+"""
+
+
+def _gang(rng, sizes=(2, 3, 4), p: float = 0.5, **extra) -> dict:
+    """A job of several pods (a gang) with probability p, else one pod."""
+    if rng.random() >= p:
+        return {}
+    return {"res": rng.choice(sizes), **_maybe(rng, 0.5, {"onePodPerNode": True}), **extra}
+
+
+def gang_cases() -> list[Case]:
+    """Multi-host jobs as pod groups (kube-scheduler 1.37.2, GenericWorkload on): the real group cycle
+    against the twin's. Every case mixes groups with single pods."""
+    failures = [
+        {"timestamp": 15, "type": "machine_unavailable", "resources": "1"},
+        {"timestamp": 41, "type": "machine_unavailable", "resources": "3"},
+        {"timestamp": 70, "type": "machine_available", "resources": "1 3"},
+    ]
+    zones = [
+        (2, {"core": "2", "zone": "a"}),
+        (2, {"core": "2", "zone": "b"}),
+        (2, {"core": "4", "zone": "c"}),
+    ]
+    return [
+        Case(
+            "gang-mixed",
+            [(4, {"core": "2"})],
+            _jobs(21, 30, lambda r, i: {**_cpu(r), **_gang(r)}),
+            config=GANG_CONFIG,
+        ),
+        # the cluster busy with single pods when each group arrives: it fits only after completions
+        Case(
+            "gang-after-completions",
+            [(4, {"core": "2"})],
+            [{"id": f"s{i}", "subtime": 0, "delay": 20 + 5 * i, "cpu": "2"} for i in range(4)]
+            + [
+                {
+                    "id": f"g{i}",
+                    "subtime": 1 + i,
+                    "delay": 15,
+                    "cpu": "1",
+                    "res": 3 + i % 2,
+                    **({"onePodPerNode": True} if i % 2 else {}),
+                }
+                for i in range(4)
+            ],
+            config=GANG_CONFIG,
+        ),
+        # one group the cluster can never hold (rejected on submission) among others that run
+        Case(
+            "gang-never-fits",
+            [(3, {"core": "2"})],
+            [{"id": "big", "subtime": 0, "delay": 10, "cpu": "1", "res": 4, "onePodPerNode": True}]
+            + _jobs(22, 20, lambda r, i: {"cpu": "1", **_gang(r, sizes=(2, 3))}),
+            config=GANG_CONFIG,
+        ),
+        Case(
+            "gang-topology",
+            zones,
+            _jobs(23, 30, lambda r, i: {**_cpu(r), **_gang(r, sizes=(2, 3), groupTopology="zone")}),
+            config=GANG_CONFIG,
+        ),
+        Case(
+            "gang-preemption",
+            [(4, {"core": "2"})],
+            _jobs(24, 30, lambda r, i: {**_cpu(r), "priority": r.choice((0, 0, 10, 100)), **_gang(r)}),
+            config=GANG_CONFIG,
+        ),
+        Case(
+            "gang-node-failures",
+            [(5, {"core": "2"})],
+            _jobs(25, 30, lambda r, i: {**_cpu(r), **_gang(r)}),
+            config=GANG_CONFIG,
+            events=failures,
+        ),
+    ]

@@ -192,6 +192,9 @@ func (c *control) idle() (bool, string) {
 	if c.popping.Load() {
 		return false, "popping"
 	}
+	if c.cycling.Load() {
+		return false, "in a scheduling cycle"
+	}
 	q := c.sched.SchedulingQueue
 	if len(q.InFlightPods()) > 0 {
 		return false, "in flight"
