@@ -319,12 +319,9 @@ RANKED_SPACED = [{"id": f"j{i}", "subtime": 2 * i, "delay": 7 + (i % 4), "cpu": 
 # The real scheduler's own queue backs off on the simulated clock with the control plane's
 # podMaxBackoffSeconds (1 s, `batkube controlplane up`'s default); the twin's queue takes the run's
 # --scheduler-config, so the gang cases give it the same values (a group's backoff is capped at
-# podMaxBackoffSeconds * sqrt(size): groups wait there, never parked).
-GANG_CONFIG = """apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-podInitialBackoffSeconds: 1
-podMaxBackoffSeconds: 1
-"""
+# podMaxBackoffSeconds * sqrt(size): groups wait there, never parked). The nodes are ranked (RANKED), so
+# no placement ties and both backends must give the same schedule, job by job.
+GANG_CONFIG = RANKED + "podInitialBackoffSeconds: 1\npodMaxBackoffSeconds: 1\n"
 
 
 def _gang(rng, sizes=(2, 3, 4), p: float = 0.5, **extra) -> dict:
@@ -342,22 +339,21 @@ def gang_cases() -> list[Case]:
         {"timestamp": 41, "type": "machine_unavailable", "resources": "3"},
         {"timestamp": 70, "type": "machine_available", "resources": "1 3"},
     ]
-    zones = [
-        (2, {"core": "2", "zone": "a"}),
-        (2, {"core": "2", "zone": "b"}),
-        (2, {"core": "4", "zone": "c"}),
-    ]
+    # three zones of different capacity: NodeResourcesFit.ScorePlacement (MostAllocated over the zone)
+    # tells them apart, so a group's zone is rarely a tie
+    zones = [(1, {"core": c, "rank": str(r + 1), "zone": z}) for r, (c, z) in enumerate(
+        [("2", "a"), ("2", "a"), ("3", "b"), ("3", "b"), ("5", "c")])]  # fmt: skip
     return [
         Case(
             "gang-mixed",
-            [(4, {"core": "2"})],
+            ranked(["2"] * 4),
             _jobs(21, 30, lambda r, i: {**_cpu(r), **_gang(r)}),
             config=GANG_CONFIG,
-        ),
+        ),  # fmt: skip
         # the cluster busy with single pods when each group arrives: it fits only after completions
         Case(
             "gang-after-completions",
-            [(4, {"core": "2"})],
+            ranked(["2"] * 4),
             [{"id": f"s{i}", "subtime": 0, "delay": 20 + 5 * i, "cpu": "2"} for i in range(4)]
             + [
                 {
@@ -371,11 +367,11 @@ def gang_cases() -> list[Case]:
                 for i in range(4)
             ],
             config=GANG_CONFIG,
-        ),
+        ),  # fmt: skip
         # one group the cluster can never hold (rejected on submission) among others that run
         Case(
             "gang-never-fits",
-            [(3, {"core": "2"})],
+            ranked(["2"] * 3),
             [{"id": "big", "subtime": 0, "delay": 10, "cpu": "1", "res": 4, "onePodPerNode": True}]
             + _jobs(22, 20, lambda r, i: {"cpu": "1", **_gang(r, sizes=(2, 3))}),
             config=GANG_CONFIG,
@@ -388,13 +384,13 @@ def gang_cases() -> list[Case]:
         ),
         Case(
             "gang-preemption",
-            [(4, {"core": "2"})],
+            ranked(["2"] * 4),
             _jobs(24, 30, lambda r, i: {**_cpu(r), "priority": r.choice((0, 0, 10, 100)), **_gang(r)}),
             config=GANG_CONFIG,
         ),
         Case(
             "gang-node-failures",
-            [(5, {"core": "2"})],
+            ranked(["2"] * 5),
             _jobs(25, 30, lambda r, i: {**_cpu(r), **_gang(r)}),
             config=GANG_CONFIG,
             events=failures,

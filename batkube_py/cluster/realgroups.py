@@ -105,11 +105,18 @@ class RealGroups:
         p = c.parity
         twin_ok = twin.status == gs.SUCCESS
         if not popped:
-            p.timing(now, members[0], "the twin's queue tried the group, kube-scheduler's did not", names,
-                     None)  # fmt: skip
+            p.timing(now, members[0], "the twin's queue tried it (its group), kube-scheduler's did not",
+                     names, None)  # fmt: skip
             return [], (), {}
         if placed:
             self._judge(entity, placed, now)
+            key = topology_key(entity.group) if entity.group is not None else None
+            if (
+                twin_ok
+                and key is not None
+                and _domain(shadow, key, twin.placed) != _domain(shadow, key, placed)
+            ):
+                p.ties += 1  # placements scoring alike: upstream picks by rand.Int(), the twin by its seed
             if not twin_ok:
                 p.group(now, members[0], "kube-scheduler placed the group, the twin did not",
                         " ".join(names[i] for _, i in placed), twin.message)  # fmt: skip
@@ -158,3 +165,7 @@ class RealGroups:
                 nodes.nominate(pod, node)
             if undo is not None:
                 undo()
+
+
+def _domain(cluster, key: str, placed) -> set:
+    return {cluster.nodes.labels[i].get(key) for _, i in placed}
