@@ -334,10 +334,11 @@ def _gang(rng, sizes=(2, 3, 4), p: float = 0.5, **extra) -> dict:
 def gang_cases() -> list[Case]:
     """Multi-host jobs as pod groups (kube-scheduler 1.37.2, GenericWorkload on): the real group cycle
     against the twin's. Every case mixes groups with single pods."""
+    # the first failure hits a running group's member (job j5 on host 3): the whole job is killed
     failures = [
-        {"timestamp": 15, "type": "machine_unavailable", "resources": "1"},
-        {"timestamp": 41, "type": "machine_unavailable", "resources": "3"},
-        {"timestamp": 70, "type": "machine_available", "resources": "1 3"},
+        {"timestamp": 10, "type": "machine_unavailable", "resources": "3"},
+        {"timestamp": 41, "type": "machine_unavailable", "resources": "4"},
+        {"timestamp": 70, "type": "machine_available", "resources": "3 4"},
     ]
     # three zones of different capacity: NodeResourcesFit.ScorePlacement (MostAllocated over the zone)
     # tells them apart, so a group's zone is rarely a tie
