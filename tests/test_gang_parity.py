@@ -107,3 +107,17 @@ def test_gang_schedules_identical(controlplane_gangs, tmp_path_factory, monkeypa
     assert real["parity_ties"] == 0
     assert _schedule(out / "real") == _schedule(out / "twin")
     assert (real["makespan"], real["mean_waiting_time"]) == (twin["makespan"], twin["mean_waiting_time"])
+
+
+def test_parity_command_checks_groups(controlplane_gangs, tmp_path: Path, monkeypatch):
+    """`batkube parity` on a 1.37.2 control plane runs kube-scheduler's own queue, so gangs run there."""
+    monkeypatch.setenv("BATKUBE_KUBE_VERSION", "v1.37.2")
+    platform, workload, config, _ = CASES["gang-after-completions"].write(tmp_path / "in")
+    args = ["parity", "-p", str(platform), "-w", str(workload), "-o", str(tmp_path / "out"),
+            "--scheduler-config", str(config), "--controlplane-dir", str(controlplane_gangs.dir),
+            "--batsim", str(DOUBLE)]  # fmt: skip
+    result = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "no mismatch" in result.output
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["sync_policy"] == "queue" and summary["gang_jobs"] == 4 and summary["jobs_rejected"] == 0
