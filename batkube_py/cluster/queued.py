@@ -204,7 +204,9 @@ class QueueCluster(ApiServerCluster):
         popped = st.get("popped") or []
         self._real = {"popped": popped, "bound": real_bound, "last": {q: i for i, q in enumerate(popped)}}
         self._tried = set()
+        self.shadow.queue.doomed.clear()
         self.shadow.schedule(now)
+        self._judge_doomed(now)
         self._mirror_untried(now)
         out = []
         for pod, node in real_bound.items():
@@ -288,6 +290,20 @@ class QueueCluster(ApiServerCluster):
             self._tried.add(q)
             moved = True
         return moved
+
+    def _judge_doomed(self, now: float) -> None:
+        """Pods the twin's queue retried and failed in place (they fit no node): the real queue must
+        have tried and failed them too; one it bound is left to _mirror_untried (a row)."""
+        names = self.shadow.nodes.names
+        for name in self.shadow.queue.doomed:
+            if name in self._real["bound"] or name not in self.shadow.pods:
+                continue
+            self._tried.add(name)
+            if name in self._real["popped"]:
+                self.parity.failures += 1
+            else:
+                self.parity.timing(now, self.shadow.pods[name], "the twin's queue tried it, kube-scheduler's "
+                                   "did not", names, None)  # fmt: skip
 
     def _mirror_untried(self, now: float) -> None:
         """Real bindings of pods the twin's queue did not pop now: a timing mismatch, mirrored anyway."""
