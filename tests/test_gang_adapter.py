@@ -117,7 +117,37 @@ def test_a_backend_without_groups_rejects_them_with_the_reason(tmp_path):
         ("REJECT_JOB", {"job_id": "w0!1"})
     ]
     p.outputs.close()
-    assert "does not schedule pod groups" in (tmp_path / "rejected.csv").read_text()
+    text = (tmp_path / "rejected.csv").read_text()
+    assert "does not schedule pod groups" in text and "kube-scheduler 1.37.2 and --sync queue" in text
+
+
+def test_a_backend_says_why_it_has_no_groups(tmp_path):
+    """The real backend names its own reason (an apiserver that does not serve PodGroups)."""
+
+    class NoPodGroupApi(EmbeddedCluster):
+        no_groups_reason = "1: the apiserver does not serve scheduling.k8s.io/v1beta1 PodGroups"
+
+        def supports_groups(self):
+            return False
+
+    p = dp(tmp_path, lambda nodes: NoPodGroupApi(nodes))
+    start(p)
+    assert decided(p, message(1.0, submitted(1.0, "w0!1", "half", res=2))) == [
+        ("REJECT_JOB", {"job_id": "w0!1"})
+    ]
+    p.outputs.close()
+    assert "does not serve scheduling.k8s.io/v1beta1 PodGroups" in (tmp_path / "rejected.csv").read_text()
+
+
+def test_pod_group_gates_only_from_kubernetes_137():
+    from batkube_py.controlplane.manager import State, groups_enabled
+
+    def state(version):
+        return State(dir="/x", kubeconfig="/x/k", server="", etcd_port=1, apiserver_port=2, scheduler_port=3,
+                     versions={"kubernetes": version})  # fmt: skip
+
+    assert groups_enabled(state("v1.37.2")) and groups_enabled(state("v1.38.0"))
+    assert not groups_enabled(state("v1.32.6")) and not groups_enabled(state("unknown"))
 
 
 def _rows(tmp_path, job_id):

@@ -161,9 +161,11 @@ class Gangs:
             return fields
         one_per_node, topology, policy = fields
         if not getattr(backend, "supports_groups", lambda: False)():
-            return translate.Rejection(
-                job_id, "res", repr(size), "1: this backend does not schedule pod groups (res > 1) yet"
+            why = getattr(backend, "no_groups_reason", None) or (
+                "1: this backend does not schedule pod groups (res > 1); the apiserver backend does with "
+                "kube-scheduler 1.37.2 and --sync queue"
             )
+            return translate.Rejection(job_id, "res", repr(size), why)
         name, pods = member_names(record.pod, size, taken)
         record.group = name  # rejected.csv names the group even when it never existed
         group = pod_group(name, size, shape, topology, policy)

@@ -29,13 +29,21 @@ _file = click.Path(exists=True, dir_okay=False, path_type=Path)
               help="Run directory (the run's outputs, and parity.csv with every mismatch).")  # fmt: skip
 @click.option("--scheduler-config", type=_file, default=None,
               help="KubeSchedulerConfiguration for both the real scheduler and the twin.")  # fmt: skip
-@click.option("--controlplane-dir", type=click.Path(path_type=Path), default=None,
-              help="Use the control plane `batkube controlplane up` started there (default: a private one).")
+@click.option(
+    "--controlplane-dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Use the control plane `batkube controlplane up` started there (default: a private one).",
+)
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the twin's tie-breaking.")
 @click.option("--batsim", default=None, help="Batsim executable, or `double` (default: as `batkube run`).")
 @click.option("--overwrite", is_flag=True, help="Replace the outputs of an earlier run in --out.")
-@click.option("--kube-version", type=click.Choice(["1.37", "1.32"]), default=None,
-              help="The release the twin follows (default: the control plane's, 1.32; docs/versions.md).")
+@click.option(
+    "--kube-version",
+    type=click.Choice(["1.37", "1.32"]),
+    default=None,
+    help="The release the twin follows (default: the control plane's, 1.32; docs/versions.md).",
+)
 def parity_cmd(platform, workload, out, scheduler_config, controlplane_dir, seed, batsim, overwrite,
                kube_version) -> None:  # fmt: skip
     """Run WORKLOAD on PLATFORM with the real kube-scheduler and check each of its decisions against
@@ -44,8 +52,10 @@ def parity_cmd(platform, workload, out, scheduler_config, controlplane_dir, seed
 
     cfg = RunConfig(platform=platform, workload=workload, out=out, seed=seed, batsim=batsim,
                     progress=sys.stderr.isatty(), scheduler_config=scheduler_config)  # fmt: skip
+    # auto: kube-scheduler 1.37.2 started by batkube runs its own queue (--sync queue, which also
+    # schedules pod groups: res > 1 jobs), other releases are paced by the twin's queue
     api_cfg = ApiServerConfig(scheduler_config=scheduler_config, controlplane_dir=controlplane_dir,
-                              sync=SyncOptions(policy="paced"))  # fmt: skip
+                              sync=SyncOptions(policy="auto"))  # fmt: skip
     if kube_version:
         api_cfg.kube_version = kube_version
     summary = run_claimed(cfg, api_cfg, overwrite)
@@ -64,6 +74,10 @@ def report(summary: dict, path: Path) -> None:
         f"tied best nodes; {summary['parity_skipped_retries']} retries skipped: the pod fit no node's "
         f"free room); makespan {fixed(summary['makespan'])}, mean wait {fixed(summary['mean_waiting_time'])}"
     )
+    if timing := summary.get("parity_timing_mismatches"):
+        console.print(
+            f"{timing} timing rows: a pod (or pod group) one queue tried at a time the other did not"
+        )
     if not rows:
         console.print("[green]no mismatch[/green]")
         return

@@ -88,12 +88,13 @@ class ApiCalls:
 
 def cleanup(api: client.ApiClient, namespace: str, selector: str) -> None:
     """Delete the run's nodes, pods, namespace and priority classes, logging (not raising) what fails."""
-    core, sched = client.CoreV1Api(api), client.SchedulingV1Api(api)
+    core, sched, groups = client.CoreV1Api(api), client.SchedulingV1Api(api), client.SchedulingV1beta1Api(api)
     ns, t = namespace, {"_request_timeout": 30}
     steps = [
         ("nodes", lambda: core.delete_collection_node(label_selector=selector, **t)),
         # no controller-manager, so no namespace controller: empty and finalize the namespace ourselves
         ("pods", lambda: core.delete_collection_namespaced_pod(ns, grace_period_seconds=0, **t)),
+        ("pod groups", lambda: groups.delete_collection_namespaced_pod_group(ns, **t)),
         ("namespace", lambda: core.delete_namespace(ns, grace_period_seconds=0, **t)),
         ("finalize", lambda: core.replace_namespace_finalize(
             ns, {"metadata": {"name": ns}, "spec": {"finalizers": []}}, **t)),

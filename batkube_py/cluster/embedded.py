@@ -192,6 +192,7 @@ class EmbeddedCluster:
         """Mirror a binding another scheduler made without this queue popping the pod (cluster/queued.py)."""
         pod = self.pods[name]
         self.queue.remove(name)
+        self.groups.mirror_bound(name)
         self.nodes.nominate(pod, None)
         self.nodes.assume(node, pod)
         pod.node, pod.bound_at = node, now

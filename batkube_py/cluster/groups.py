@@ -105,6 +105,8 @@ class Groups:
             result = algorithm()
         if c.recorder is not None:
             c.recorder.write_line(self._attempt(entity, members, result, now))
+        if c.attempts is not None:
+            return self._mirror(entity, members, result, now)
         if result.status != gs.SUCCESS:
             self.messages[entity.name] = result.message
             for m in members:
@@ -116,16 +118,43 @@ class Groups:
         self.messages.pop(entity.name, None)
         if gs.permit(len(bound) + len(result.placed), entity.min_count) != gs.SUCCESS:
             raise AssertionError("a group cycle succeeded short of minCount")  # placement_feasible forbids it
+        return self._bind(entity, result.placed, now)
+
+    def _bind(self, entity: GroupEntity, placed: list[tuple[PodInfo, int]], now: float) -> list[Binding]:
+        c = self.cluster
         bindings = []
-        for pod, node in result.placed:
+        for pod, node in placed:
             c.nominate(pod, None)
             c.nodes.assume(node, pod)
             pod.node, pod.bound_at = node, now
             c.note_bound()
             c.queue.event(POD_ADD, [node], [pod])
             bindings.append(Binding(pod.name, c.nodes.names[node]))
-        self.queue.succeeded(entity, [p.name for p, _ in result.placed])
+        self.queue.succeeded(entity, [p.name for p, _ in placed])
         return bindings
+
+    def _mirror(self, entity: GroupEntity, members: list[PodInfo], twin, now: float) -> list[Binding]:
+        """Another scheduler decides (the real kube-scheduler, cluster/queued.py): its group cycle's
+        outcome is judged against the twin's and mirrored, so both go on from the real state."""
+        c = self.cluster
+        placed, victims, nominated = c.attempts.attempt_group(entity, members, twin, now)
+        if placed:
+            self.messages.pop(entity.name, None)
+            return self._bind(entity, placed, now)
+        self.messages[entity.name] = twin.message or "pod group is unschedulable"
+        for name in victims:
+            if (victim := c.pods.get(name)) is not None:
+                victim.terminating = True
+        for m in members:
+            if m.name in nominated:
+                c.nominate(m, nominated[m.name])
+        self.queue.failed(entity, now)
+        return []
+
+    def mirror_bound(self, name: str) -> None:
+        """A member bound by another scheduler while this queue did not pop its group: out of its entity."""
+        if (group := self.member_of.get(name)) is not None:
+            self.queue.remove_member(name, group)
 
     def _attempt(self, entity: GroupEntity, members: list[PodInfo], result, now: float) -> dict:
         """The group cycle's line in decisions.jsonl: the group as one attempt, each member's outcome."""

@@ -89,6 +89,10 @@ class Parity:
         best = [names[twin.node]] if twin is not None and twin.node is not None else []
         self._add(now, pod, kind, real, best)
 
+    def group(self, now: float, pod: PodInfo, kind: str, real: str, twin: str) -> None:
+        """The real group cycle and the twin's disagree on a pod group as a whole (--sync queue)."""
+        self._add(now, pod, kind, real, [twin] if twin else [])
+
     def skipped(self, pod: PodInfo, twin: Decision, names: list[str], now: float) -> None:
         """A retry skipped because the pod fits no node's free room: the twin must agree."""
         self.skipped_attempts += 1

@@ -32,6 +32,7 @@ from batkube_py.cluster.apiserver import ApiServerCluster
 from batkube_py.cluster.base import BackendError, Binding, Unschedulable
 from batkube_py.cluster.embedded import EmbeddedCluster, Outcome
 from batkube_py.cluster.parity import Parity
+from batkube_py.cluster.realgroups import RealGroups
 from batkube_py.cluster.sync import SyncOptions
 from batkube_py.controlplane.clock import ClockError, SchedulerClock
 from batkube_py.scheduler.framework import Decision, Profile
@@ -76,6 +77,7 @@ class QueueCluster(ApiServerCluster):
         self.steps = 0
         self.settle_wall = 0.0
         self.attempts_real = 0
+        self.pod_groups = RealGroups(self)
         super().__init__(nodes, api, sync, scheduler_names=set(kube_names), kube_names=kube_names, **kw)
 
     def _create_cluster(self, nodes: list[client.V1Node]) -> None:
@@ -90,6 +92,32 @@ class QueueCluster(ApiServerCluster):
         self._want = {k: int(v) for k, v in ready.get("events", {}).items()}
         self._base_scheduled = float(ready.get("scheduled", 0))
         super()._create_cluster(nodes)
+        self.pod_groups.probe()
+
+    # ---- pod groups (realgroups.py) -------------------------------------------------------------
+
+    def supports_groups(self) -> bool:
+        return self.pod_groups.unsupported is None
+
+    @property
+    def no_groups_reason(self) -> str | None:
+        return self.pod_groups.unsupported
+
+    def group_never_fits(self, pod: client.V1Pod, group: client.V1beta1PodGroup) -> str | None:
+        return self.shadow.group_never_fits(pod, group)
+
+    def add_pod_group(self, group: client.V1beta1PodGroup, now: float) -> None:
+        if self.broken:
+            return
+        self._begin(now)
+        self.shadow.add_pod_group(copy.deepcopy(group), now)
+        try:
+            self.pod_groups.create(group)
+        except BackendError as exc:
+            self._break(str(exc))
+
+    def attempt_group(self, entity, members: list[PodInfo], twin, now: float):
+        return self.pod_groups.attempt(entity, members, twin, now)
 
     # ---- the step -------------------------------------------------------------------------------
 
@@ -116,6 +144,7 @@ class QueueCluster(ApiServerCluster):
         pod = copy.deepcopy(pod)
         name = self._prepare(pod)
         self._several_priorities.add(self.priorities[name])
+        self.pod_groups.member(pod)
         self.watch.track(name)
         self._count("UnscheduledPodAdd")
         try:
@@ -135,6 +164,7 @@ class QueueCluster(ApiServerCluster):
         try:
             self.calls(f"delete pod {name}", self.core.delete_namespaced_pod, name, self.namespace,
                        grace_period_seconds=0, ok=(404,))  # fmt: skip
+            self.pod_groups.deleted(name)
         except BackendError as exc:
             self._break(str(exc))
 
@@ -174,7 +204,9 @@ class QueueCluster(ApiServerCluster):
         popped = st.get("popped") or []
         self._real = {"popped": popped, "bound": real_bound, "last": {q: i for i, q in enumerate(popped)}}
         self._tried = set()
+        self.shadow.queue.doomed.clear()
         self.shadow.schedule(now)
+        self._judge_doomed(now)
         self._mirror_untried(now)
         out = []
         for pod, node in real_bound.items():
@@ -259,6 +291,20 @@ class QueueCluster(ApiServerCluster):
             moved = True
         return moved
 
+    def _judge_doomed(self, now: float) -> None:
+        """Pods the twin's queue retried and failed in place (they fit no node): the real queue must
+        have tried and failed them too; one it bound is left to _mirror_untried (a row)."""
+        names = self.shadow.nodes.names
+        for name in self.shadow.queue.doomed:
+            if name in self._real["bound"] or name not in self.shadow.pods:
+                continue
+            self._tried.add(name)
+            if name in self._real["popped"]:
+                self.parity.failures += 1
+            else:
+                self.parity.timing(now, self.shadow.pods[name], "the twin's queue tried it, kube-scheduler's "
+                                   "did not", names, None)  # fmt: skip
+
     def _mirror_untried(self, now: float) -> None:
         """Real bindings of pods the twin's queue did not pop now: a timing mismatch, mirrored anyway."""
         index, names = self.shadow.nodes.index, self.shadow.nodes.names
@@ -275,6 +321,8 @@ class QueueCluster(ApiServerCluster):
     # ---- Backend protocol -----------------------------------------------------------------------
 
     def give_up_pending(self, now: float) -> list[Unschedulable]:
+        if self.shadow.groups.pending() and self.shadow.groups.stuck() is None:
+            return []  # a group backing off fits once its backoff ends (groups are never parked)
         gone = super().give_up_pending(now)
         for g in gone:
             if g.pod in self.shadow.pods:

@@ -33,6 +33,11 @@ DEFAULT_SCHEDULER_CONFIG = {
     "podMaxBackoffSeconds": 1,
 }
 _ORDER = ("kube-scheduler", "kube-apiserver", "etcd")
+# Pod groups (docs/gangs.md): the PodGroup API, the pod's schedulingGroup and the scheduler's group
+# cycle are behind GenericWorkload (beta, off in 1.37), topology constraints behind
+# TopologyAwareWorkloadScheduling (alpha); scheduling.k8s.io/v1beta1 is a beta API disabled by default.
+GROUP_GATES = "GenericWorkload=true,TopologyAwareWorkloadScheduling=true"
+GROUP_API = "scheduling.k8s.io/v1beta1=true"
 
 
 class ControlPlaneError(RuntimeError):
@@ -87,6 +92,12 @@ def _alive(pid: int, marker: str) -> bool:
     except OSError:
         return False
     return marker in cmdline and Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+
+
+def groups_enabled(st: State) -> bool:
+    """Whether the control plane runs with pod groups on: Kubernetes 1.37 and later (1.32 has none)."""
+    parts = st.versions.get("kubernetes", "").lstrip("v").split(".")
+    return len(parts) > 1 and parts[0] == "1" and parts[1].isdigit() and int(parts[1]) >= 37
 
 
 class ControlPlane:
@@ -206,6 +217,8 @@ class ControlPlane:
             "--profiling=false",
             f"--cert-dir={self.dir / 'certs'}",
         ]
+        if groups_enabled(st):
+            args += [f"--feature-gates={GROUP_GATES}", f"--runtime-config={GROUP_API}"]
         bins = self._binaries()
         self._start(st, "kube-apiserver", [str(bins.kube_apiserver), *args])
         token = st.kubeconfig.read_text().split("token: ", 1)[1].split()[0]
@@ -222,6 +235,8 @@ class ControlPlane:
         ]
         if st.clock_port:
             args.append(f"--batkube-control-address={st.scheduler_clock}")
+        if groups_enabled(st):
+            args.append(f"--feature-gates={GROUP_GATES}")
         bins = self._binaries()
         self._start(st, "kube-scheduler", [str(bins.kube_scheduler), *args])
         self._wait(f"https://127.0.0.1:{st.scheduler_port}/healthz", timeout, "kube-scheduler")

@@ -127,6 +127,9 @@ def _fenced(nodes: NodeTable, inside: np.ndarray):
     return undo
 
 
+fence = _fenced  # the real backend's parity check judges members inside the real placement (realgroups.py)
+
+
 def _most_allocated(nodes: NodeTable, inside: np.ndarray, placed: list[tuple[PodInfo, int]]) -> int:
     """NodeResourcesFit.ScorePlacement: MostAllocated (cpu and memory, weight 1 each) over the placement."""
     cpu = nodes.req_cpu[inside].sum() + sum(p.milli_cpu for p, _ in placed)

@@ -58,6 +58,9 @@ type control struct {
 	run     string    // the run that drives the clock ("" : the wall clock does)
 	origin  time.Time // that run's simulated time 0
 	popping atomic.Bool
+	// a scheduling cycle runs (from its pop until ScheduleOne asks for the next entity): a pod group's
+	// members are Done before its cycle requeues the group (AddAttemptedPodGroupIfNeeded)
+	cycling atomic.Bool
 	steps   sync.Mutex // one request that moves the clock or the gate at a time
 	popped  []string   // the pods popped since the step's settle began, in order (c.mu)
 	// AssignedPodAdd handler runs not caused by this scheduler's bindings (pods created bound, relists)
@@ -70,10 +73,12 @@ func newControl(sched *scheduler.Scheduler, clock *clocktesting.FakeClock, lefto
 	sched.SchedulingQueue = &steppingQueue{SchedulingQueue: sched.SchedulingQueue, ctl: c}
 	inner := sched.NextEntity
 	sched.NextEntity = func(logger klog.Logger) (framework.QueuedEntityInfo, error) {
+		c.cycling.Store(false) // ScheduleOne is back for the next entity: the last cycle has ended
 		c.waitPoppable()
 		defer c.popping.Store(false)
 		e, err := inner(logger)
 		if e != nil {
+			c.cycling.Store(true)
 			c.mu.Lock()
 			if c.run != "" {
 				e.ForEachPodInfo(func(p *framework.QueuedPodInfo) bool {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
 	internalqueue "k8s.io/kubernetes/pkg/scheduler/backend/queue"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/metrics"
@@ -92,8 +93,25 @@ func (c *control) poppable() bool {
 }
 
 func (c *control) errorBackoff(p *v1.Pod) bool {
-	info, ok := c.sched.SchedulingQueue.GetPod(p.Name, p.Namespace, p.Spec.SchedulingGroup)
+	info, ok := c.queued(p)
 	return ok && info.UnschedulablePlugins.Len() == 0 && info.PendingPlugins.Len() == 0
+}
+
+// queued: what decides when a queued pod is retried: its own queueing parameters, or for a member of
+// a pod group its group entity's (a member's BackoffExpiration is always empty; the group backs off
+// as one, in the error backoff heap).
+func (c *control) queued(p *v1.Pod) (*framework.QueueingParams, bool) {
+	q := c.sched.SchedulingQueue
+	if g := p.Spec.SchedulingGroup; g != nil && g.PodGroupName != nil {
+		if pg, ok := q.GetPodGroup(*g.PodGroupName, p.Namespace, fwk.PodGroupKeyType); ok {
+			return &pg.QueueingParams, true
+		}
+	}
+	info, ok := q.GetPod(p.Name, p.Namespace, p.Spec.SchedulingGroup)
+	if !ok {
+		return nil, false
+	}
+	return &info.QueueingParams, true
 }
 
 func (c *control) hold(h bool) {
@@ -174,6 +192,9 @@ func (c *control) idle() (bool, string) {
 	if c.popping.Load() {
 		return false, "popping"
 	}
+	if c.cycling.Load() {
+		return false, "in a scheduling cycle"
+	}
 	q := c.sched.SchedulingQueue
 	if len(q.InFlightPods()) > 0 {
 		return false, "in flight"
@@ -233,7 +254,7 @@ func (c *control) flushBackoff() {
 	window := c.clock.Now().Truncate(time.Second)
 	due := map[string]*v1.Pod{}
 	for _, p := range q.PodsInBackoffQ() {
-		info, ok := q.GetPod(p.Name, p.Namespace, p.Spec.SchedulingGroup)
+		info, ok := c.queued(p)
 		if ok && !info.BackoffExpiration.IsZero() && info.BackoffExpiration.Before(window) {
 			due[p.Namespace+"/"+p.Name] = p
 		}
@@ -256,8 +277,8 @@ func (c *control) state() map[string]any {
 	}
 	backoff := q.PodsInBackoffQ()
 	for _, p := range backoff {
-		info, ok := q.GetPod(p.Name, p.Namespace, p.Spec.SchedulingGroup)
-		if ok && c.errorBackoff(p) {
+		info, ok := c.queued(p)
+		if ok && c.errorBackoff(p) && !info.BackoffExpiration.IsZero() {
 			// retryable from the first whole second after its expiry (1-s ordering windows)
 			consider(math.Floor(c.sim(info.BackoffExpiration)) + 1)
 		}
