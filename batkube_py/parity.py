@@ -89,6 +89,9 @@ class Parity:
         best = [names[twin.node]] if twin is not None and twin.node is not None else []
         self._add(now, pod, kind, real, best)
 
+    def mismatch(self, now: float, pod: PodInfo, kind: str, real: str = "") -> None:
+        self._add(now, pod, kind, real, [])
+
     def skipped(self, pod: PodInfo, twin: Decision, names: list[str], now: float) -> None:
         """A retry skipped because the pod fits no node's free room: the twin must agree."""
         self.skipped_attempts += 1
