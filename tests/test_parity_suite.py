@@ -157,3 +157,8 @@ def test_paced_refuses_a_control_plane_running_another_configuration(tmp_path: P
     )
     profiles, queue = paced_parts(ApiServerConfig(scheduler_config=mine), running, names, names, sync)
     assert {p.scheduler_name for p in profiles} == names and queue.pod_max_backoff == 10
+    # under its own queue (on the simulated clock) the real scheduler's backoff is the run's: the twin
+    # checking it backs off as it does
+    sync = SyncOptions(policy="queue", metrics_url="https://127.0.0.1:1/metrics")
+    _, queue = paced_parts(ApiServerConfig(scheduler_config=mine), running, names, names, sync)
+    assert (queue.pod_initial_backoff, queue.pod_max_backoff) == (1, 1)
