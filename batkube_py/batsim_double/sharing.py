@@ -59,6 +59,8 @@ class Action:
         "done",
         "seen",
         "ix",
+        "vslot",
+        "estart",
     )
 
     def __init__(self, post: Callable[[], None]) -> None:
@@ -80,6 +82,8 @@ class Action:
         self.done = False
         self.seen = 0  # the solver's component walk
         self.ix = 0
+        self.vslot = -1  # the compiled solver's variable slot and first element row (lmmflat.Flat)
+        self.estart = 0
 
     def bound_now(self) -> float:
         """L07Action::update_bound: once the latency is paid, the tighter of the network and CPU bounds."""
