@@ -18,7 +18,7 @@ Elements of weight 0 change nothing on a shared constraint and are not created. 
 connected component of the constraints touched since the last solve: components never exchange capacity,
 so the others keep their values (SimGrid re-solves everything; the values are the same). When the
 compiled solve is built (lmmflat.py, _fairbottleneck.pyx), the system keeps its enabled elements as columns
-and solves all of them at once instead: same values, without walking components or rebuilding arrays.
+and walks and solves the components in compiled code: same values, without rebuilding arrays.
 """
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ class System:
     def touch(self, var: Any) -> None:
         """update_variable_bound: the variable's constraints are solved again."""
         if self.flat is not None:
-            self.flat.v_bound[var.vslot] = var.bound
+            self.flat.touch(var)
             self.changed = True
             return
         self.dirty.extend(e.cnst for e in var.elems)

@@ -2,8 +2,9 @@
 
 Walking the components and building arrays at every event cost more than solving them. Here elements get
 a row when their variable is enabled (appended in the variable's order, so each constraint's rows are its
-enabled list, oldest first) and lose it when the variable leaves; the compiled kernel
-(_fairbottleneck.pyx) solves every row at once, and the values are copied back to the variables.
+enabled list, oldest first) and lose it when the variable leaves; their constraints are marked dirty, and
+the compiled kernel (_fairbottleneck.pyx) solves the components of the dirty constraints, whose values
+are copied back to the variables (the others' values are unchanged).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ class Flat:
         self.cix: dict[Any, int] = {}
         self.c_bound = np.zeros(64)
         self.c_fat = np.zeros(64, dtype=np.uint8)
+        self.c_dirty = np.zeros(64, dtype=np.uint8)
         self.ne = 0
         self.dead = 0
         self.e_c = np.zeros(256, dtype=np.intc)
@@ -38,16 +40,9 @@ class Flat:
         self.vars: list[Any] = []
         self.free: list[int] = []
         self.v_bound = np.zeros(64)
-        self.v_on = np.zeros(64, dtype=np.uint8)
-        self._scratch()
-
-    def _scratch(self) -> None:
-        nc, nv = len(self.c_bound), len(self.v_bound)
-        self.value, self.mu, self.inc = np.zeros(nv), np.zeros(nv), np.zeros(nv)
-        self.linked = np.zeros(nv, dtype=np.uint8)
-        self.rem, self.usage = np.zeros(nc), np.zeros(nc)
-        self.nb = np.zeros(nc, dtype=np.intc)
-        self.c_act = np.zeros(nc, dtype=np.uint8)
+        self.v_start = np.zeros(64, dtype=np.intc)
+        self.v_cnt = np.zeros(64, dtype=np.intc)
+        self.value, self.mu = np.zeros(64), np.zeros(64)
 
     def _constraint(self, cnst: Any) -> int:
         ix = self.cix.get(cnst)
@@ -55,7 +50,7 @@ class Flat:
             ix = self.cix[cnst] = len(self.cix)
             if ix == len(self.c_bound):
                 self.c_bound, self.c_fat = _grow(self.c_bound, 0.0), _grow(self.c_fat, 0)
-                self._scratch()
+                self.c_dirty = _grow(self.c_dirty, 0)
             self.c_bound[ix] = cnst.bound
             self.c_fat[ix] = cnst.fatpipe
         return ix
@@ -68,11 +63,14 @@ class Flat:
             slot = len(self.vars)
             self.vars.append(var)
             if slot == len(self.v_bound):
-                self.v_bound, self.v_on = _grow(self.v_bound, 0.0), _grow(self.v_on, 0)
-                self._scratch()
+                self.v_bound, self.v_start, self.v_cnt = (
+                    _grow(self.v_bound, 0.0),
+                    _grow(self.v_start, 0),
+                    _grow(self.v_cnt, 0),
+                )
+                self.value, self.mu = _grow(self.value, 0.0), _grow(self.mu, 0.0)
         var.vslot = slot
         self.v_bound[slot] = var.bound
-        self.v_on[slot] = 1
         elems = var.elems
         start, end = self.ne, self.ne + len(elems)
         while end > len(self.e_c):
@@ -80,14 +78,21 @@ class Flat:
         self.e_c[start:end] = [self._constraint(e.cnst) for e in elems]
         self.e_v[start:end] = slot
         self.e_w[start:end] = [e.weight for e in elems]
-        var.estart = start
+        self.c_dirty[self.e_c[start:end]] = 1
+        var.estart = self.v_start[slot] = start
+        self.v_cnt[slot] = len(elems)
         self.ne = end
+
+    def touch(self, var: Any) -> None:
+        self.v_bound[var.vslot] = var.bound
+        self.c_dirty[self.e_c[var.estart : var.estart + len(var.elems)]] = 1
 
     def remove(self, var: Any) -> None:
         slot, n = var.vslot, len(var.elems)
+        self.c_dirty[self.e_c[var.estart : var.estart + n]] = 1
         self.e_v[var.estart : var.estart + n] = -1
         self.dead += n
-        self.v_on[slot] = 0
+        self.v_cnt[slot] = 0
         self.vars[slot] = None
         self.free.append(slot)
         var.vslot = -1
@@ -101,7 +106,7 @@ class Flat:
         moved = np.cumsum(alive) - 1
         for var in self.vars:
             if var is not None:
-                var.estart = int(moved[var.estart])
+                var.estart = self.v_start[var.vslot] = int(moved[var.estart])
         n = int(alive.sum())
         for a in (self.e_c, self.e_v, self.e_w):
             a[:n] = a[:ne][alive]
@@ -112,10 +117,9 @@ class Flat:
         nv = len(self.vars)
         fair_bottleneck(
             self.e_c, self.e_v, self.e_w, self.ne,
-            self.c_bound, self.c_fat, len(self.cix),
-            self.v_bound, self.v_on, nv,
+            self.c_bound, self.c_fat, self.c_dirty, len(self.cix),
+            self.v_bound, self.v_start, self.v_cnt, nv,
             self.value, self.mu, self.precision,
-            self.rem, self.usage, self.nb, self.c_act, self.linked, self.inc,
         )  # fmt: skip
         values, mus = self.value[:nv].tolist(), self.mu[:nv].tolist()
         for slot, var in enumerate(self.vars):
