@@ -16,10 +16,11 @@ def fair_bottleneck(
     const int[::1] e_c, const int[::1] e_v, const double[::1] e_w, Py_ssize_t ne,
     const double[::1] c_bound, const unsigned char[::1] c_fat, unsigned char[::1] c_dirty, Py_ssize_t nc,
     const double[::1] v_bound, const int[::1] v_start, const int[::1] v_cnt, Py_ssize_t nv,
-    double[::1] value, double[::1] mu, double precision,
+    double[::1] value, double[::1] mu, double precision, int[::1] solved,
 ):
     """Values and last increments (value, mu) of the variables in the components of the dirty constraints
-    (the others keep theirs); clears c_dirty. Returns how many rounds it took."""
+    (the others keep theirs); clears c_dirty. Returns how many variables it solved, their slots in
+    `solved`."""
     cdef int *buf = <int *>malloc((3 * nc + 2 * nv + 2 * ne + 2) * sizeof(int))
     cdef double *dbuf = <double *>malloc((2 * nc + nv + 1) * sizeof(double))
     cdef unsigned char *flags = <unsigned char *>malloc(3 * nc + 2 * nv + 1)
@@ -42,7 +43,7 @@ def fair_bottleneck(
     cdef unsigned char *full = flags + 2 * nc
     cdef unsigned char *v_in = flags + 3 * nc
     cdef unsigned char *linked = flags + 3 * nc + nv
-    cdef Py_ssize_t i, j, k, c, c2, v, ncl = 0, nvl = 0, nrows = 0, top, nsat = 0, rounds = 0
+    cdef Py_ssize_t i, j, k, c, c2, v, ncl = 0, nvl = 0, nrows = 0, top, nsat = 0
     cdef double x, r, b
     cdef int n
     try:
@@ -102,7 +103,6 @@ def fair_bottleneck(
             usage[c] = 0.0
             c_act[c] = 1
         while nsat > 0:
-            rounds += 1
             for j in range(ncl):
                 nb[cl[j]] = 0
             for j in range(nrows):
@@ -177,8 +177,10 @@ def fair_bottleneck(
             nsat = 0
             for j in range(nvl):
                 nsat += linked[vl[j]]
+        for j in range(nvl):
+            solved[j] = vl[j]
     finally:
         free(buf)
         free(dbuf)
         free(flags)
-    return rounds
+    return nvl

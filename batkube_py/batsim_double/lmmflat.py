@@ -43,6 +43,7 @@ class Flat:
         self.v_start = np.zeros(64, dtype=np.intc)
         self.v_cnt = np.zeros(64, dtype=np.intc)
         self.value, self.mu = np.zeros(64), np.zeros(64)
+        self.solved = np.zeros(64, dtype=np.intc)
 
     def _constraint(self, cnst: Any) -> int:
         ix = self.cix.get(cnst)
@@ -69,6 +70,7 @@ class Flat:
                     _grow(self.v_cnt, 0),
                 )
                 self.value, self.mu = _grow(self.value, 0.0), _grow(self.mu, 0.0)
+                self.solved = _grow(self.solved, 0)
         var.vslot = slot
         self.v_bound[slot] = var.bound
         elems = var.elems
@@ -114,14 +116,13 @@ class Flat:
         self.ne, self.dead = n, 0
 
     def solve(self) -> None:
-        nv = len(self.vars)
-        fair_bottleneck(
+        n = fair_bottleneck(
             self.e_c, self.e_v, self.e_w, self.ne,
             self.c_bound, self.c_fat, self.c_dirty, len(self.cix),
-            self.v_bound, self.v_start, self.v_cnt, nv,
-            self.value, self.mu, self.precision,
+            self.v_bound, self.v_start, self.v_cnt, len(self.vars),
+            self.value, self.mu, self.precision, self.solved,
         )  # fmt: skip
-        values, mus = self.value[:nv].tolist(), self.mu[:nv].tolist()
-        for slot, var in enumerate(self.vars):
-            if var is not None:
-                var.value, var.mu = values[slot], mus[slot]
+        variables, value, mu = self.vars, self.value, self.mu
+        for slot in self.solved[:n].tolist():
+            var = variables[slot]
+            var.value, var.mu = value.item(slot), mu.item(slot)
