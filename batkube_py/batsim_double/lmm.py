@@ -16,7 +16,8 @@ completion dates are printed to the microsecond and rounding decides ties:
 
 Elements of weight 0 change nothing on a shared constraint and are not created. The system is solved per
 connected component of the constraints touched since the last solve: components never exchange capacity,
-so the others keep their values (SimGrid re-solves everything; the values are the same). When the
+so the others keep their values, as in SimGrid, whose L07 system has selective update on: it solves the
+constraints reached from the modified ones (System::update_modified_cnst_set_rec). When the
 compiled solve is built (lmmflat.py, _fairbottleneck.pyx), the system keeps its enabled elements as columns
 and walks and solves the components in compiled code: same values, without rebuilding arrays.
 """
