@@ -7,10 +7,11 @@ links) and with delay profiles of the same isolated durations. Two drivers:
 
 - `fcfs`: an in-process FCFS decision process (lowest free hosts, so multi-host jobs cross racks when
   they must) talks to the double directly; jobs use 1 to 8 hosts, so this is where communication happens;
-- `batkube`: `batkube run` end to end (adapter, embedded scheduler, the double over ZeroMQ); jobs are
-  one-host until the adapter runs gangs (then pass --max-res), so they compute but do not communicate.
+- `batkube`: `batkube run` end to end (adapter, embedded scheduler, the double over ZeroMQ); jobs use 1 to
+  8 hosts too (--batkube-max-res), each a gang of one pod per host, placed by the scheduler.
 
-Prints wall seconds per run and the ratio ptask / delay (the issue's target: within 3x).
+Prints wall seconds per run (and for `batkube`, the adapter's and the double's CPU seconds) and the ratio
+ptask / delay (the issue's target: within 3x).
 
     python benchmarks/ptask_bench.py [--jobs 1000] [--hosts 128] [--racks 8] [--driver fcfs|batkube|both]
 """
@@ -91,7 +92,7 @@ def main() -> None:
     ap.add_argument("--hosts", type=int, default=128)
     ap.add_argument("--racks", type=int, default=8)
     ap.add_argument("--max-res", type=int, default=8, help="largest job of the fcfs driver")
-    ap.add_argument("--batkube-max-res", type=int, default=1, help="largest job of the batkube driver")
+    ap.add_argument("--batkube-max-res", type=int, default=8, help="largest job of the batkube driver")
     ap.add_argument("--driver", choices=("fcfs", "batkube", "both"), default="both")
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
@@ -117,7 +118,12 @@ def main() -> None:
                     start = time.perf_counter()
                     summary = batkube_run(d / f"run_{kind}", platform, wl)
                     wall = time.perf_counter() - start
-                    extra = f"makespan {summary.get('makespan')}, succeeded {summary.get('jobs_succeeded')}"
+                    extra = (
+                        f"makespan {summary.get('makespan')}, succeeded {summary.get('jobs_succeeded')}, "
+                        f"{summary.get('messages')} messages, CPU adapter "
+                        f"{summary.get('adapter_cpu_seconds')} s / double "
+                        f"{summary.get('batsim_cpu_seconds')} s"
+                    )
                 walls[kind] = wall
                 print(f"{driver:8s} {kind:6s} res<={max_res}: wall {wall:7.2f} s   ({extra})", flush=True)
             print(f"{driver:8s} ptask / delay = {walls['ptask'] / walls['delay']:.2f}x", flush=True)

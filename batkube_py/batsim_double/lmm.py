@@ -16,7 +16,10 @@ completion dates are printed to the microsecond and rounding decides ties:
 
 Elements of weight 0 change nothing on a shared constraint and are not created. The system is solved per
 connected component of the constraints touched since the last solve: components never exchange capacity,
-so the others keep their values (SimGrid re-solves everything; the values are the same).
+so the others keep their values, as in SimGrid, whose L07 system has selective update on: it solves the
+constraints reached from the modified ones (System::update_modified_cnst_set_rec). When the
+compiled solve is built (lmmflat.py, _fairbottleneck.pyx), the system keeps its enabled elements as columns
+and walks and solves the components in compiled code: same values, without rebuilding arrays.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from itertools import count
 from typing import Any
 
 import numpy as np
+
+from .lmmflat import Flat, fair_bottleneck
 
 DBL_MAX = 1.7976931348623157e308
 _STAMPS = count(1)
@@ -68,18 +73,29 @@ def _update(value: float, delta: float, precision: float) -> float:
 class System:
     """The variables are the model's actions (fields value, mu, bound, penalty, elems, linked)."""
 
-    def __init__(self, precision: float) -> None:
+    def __init__(self, precision: float, compiled: bool = True) -> None:
         self.precision = precision
         self.dirty: list[Constraint] = []
+        self.flat = Flat(precision) if compiled and fair_bottleneck is not None else None
+        self.changed = False
 
     def enable(self, var: Any) -> None:
         """System::enable_var: the variable's elements join their constraints at the front, in its order."""
+        if self.flat is not None:
+            self.flat.enable(var)
+            self.changed = True
+            return
         for e in var.elems:
             e.cnst.enabled.append(e)
             self.dirty.append(e.cnst)
 
     def remove(self, var: Any) -> None:
         """disable_var / var_free of an enabled variable: its elements leave their constraints."""
+        if self.flat is not None:
+            self.flat.remove(var)
+            self.changed = True
+            var.value = 0.0
+            return
         for e in var.elems:
             e.cnst.enabled.remove(e)
             self.dirty.append(e.cnst)
@@ -87,10 +103,20 @@ class System:
 
     def touch(self, var: Any) -> None:
         """update_variable_bound: the variable's constraints are solved again."""
+        if self.flat is not None:
+            self.flat.touch(var)
+            self.changed = True
+            return
         self.dirty.extend(e.cnst for e in var.elems)
 
     def solve(self) -> None:
-        """System::solve restricted to the components of the constraints touched since the last call."""
+        """System::solve restricted to the components of the constraints touched since the last call
+        (compiled: the whole system, once something changed)."""
+        if self.flat is not None:
+            if self.changed:
+                self.changed = False
+                self.flat.solve()
+            return
         dirty, self.dirty = self.dirty, []
         if not dirty:
             return

@@ -59,6 +59,8 @@ class Action:
         "done",
         "seen",
         "ix",
+        "vslot",
+        "estart",
     )
 
     def __init__(self, post: Callable[[], None]) -> None:
@@ -80,6 +82,8 @@ class Action:
         self.done = False
         self.seen = 0  # the solver's component walk
         self.ix = 0
+        self.vslot = -1  # the compiled solver's variable slot and first element row (lmmflat.Flat)
+        self.estart = 0
 
     def bound_now(self) -> float:
         """L07Action::update_bound: once the latency is paid, the tighter of the network and CPU bounds."""
@@ -164,17 +168,18 @@ class Model:
 
     def next_event(self) -> float:
         self.system.solve()
-        low = -1.0
+        low = -1.0  # the smallest candidate (SimGrid takes them in two passes: the same minimum)
         for a in self.started.values():
             if a.value > 0:
                 value = a.remains / a.value if a.remains > 0 else 0.0
                 if low < 0 or value < low:
                     low = value
-            if a.max_duration >= 0 and (low < 0 or a.max_duration < low):
-                low = a.max_duration
-        for a in self.started.values():
-            if a.latency > 0 and (low < 0 or a.latency < low):
-                low = a.latency
+            md = a.max_duration
+            if md >= 0 and (low < 0 or md < low):
+                low = md
+            lat = a.latency
+            if lat > 0 and (low < 0 or lat < low):
+                low = lat
         n = len(self._sleepers)
         if n:
             m = float(self._md[:n].min())
@@ -184,19 +189,24 @@ class Model:
 
     def update(self, delta: float) -> None:
         surf, done = self.surf_precision, []
-        for key, a in self.started.items():
+        eps = self.maxmin_precision * surf
+        for key, a in self.started.items():  # double_update inlined: this loop runs at every step
             if a.latency > 0:
                 a.latency = double_update(a.latency, delta, surf) if a.latency > delta else 0.0
                 if a.latency <= 0.0 and not a.suspended:
                     a.bound = a.bound_now()
                     a.penalty = 1.0
                     self._enable(a)
-            a.remains = double_update(a.remains, a.value * delta, self.maxmin_precision * surf)
-            if a.max_duration != NO_MAX_DURATION:
-                a.max_duration = double_update(a.max_duration, delta, surf)
-            if (a.remains <= 0 and a.penalty > 0) or (
-                a.max_duration != NO_MAX_DURATION and a.max_duration <= 0
-            ):
+            left = a.remains - a.value * delta
+            a.remains = left = 0.0 if left < eps else left
+            md = a.max_duration
+            if md != NO_MAX_DURATION:
+                md -= delta
+                a.max_duration = md = 0.0 if md < surf else md
+                if md <= 0:
+                    done.append(key)
+                    continue
+            if left <= 0 and a.penalty > 0:
                 done.append(key)
         ended = [(key, self.started.pop(key)) for key in done]
         for _, action in ended:
