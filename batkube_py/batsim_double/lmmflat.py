@@ -4,7 +4,8 @@ Walking the components and building arrays at every event cost more than solving
 a row when their variable is enabled (appended in the variable's order, so each constraint's rows are its
 enabled list, oldest first) and lose it when the variable leaves; their constraints are marked dirty, and
 the compiled kernel (_fairbottleneck.pyx) solves the components of the dirty constraints, whose values
-are copied back to the variables (the others' values are unchanged).
+are copied back to the variables (the others' values are unchanged). A constraint's bound is read when
+it first gets a row: the double never changes a host's speed or a link's bandwidth.
 """
 
 from __future__ import annotations
