@@ -44,6 +44,29 @@ def test_kube_versions_have_their_own_sources_and_cache(monkeypatch):
     assert "Traceback" not in result.output
 
 
+def test_a_binary_built_from_the_same_sources_is_reused(tmp_path, monkeypatch):
+    """Changing kube-scheduler's main gives a new binary directory; kube-apiserver and etcd, whose
+    inputs did not change, are copied from the earlier build instead of rebuilt (~20 min cold)."""
+    import shutil
+
+    monkeypatch.setenv("BATKUBE_CACHE", str(tmp_path))
+    v = build.DEFAULT_KUBE_VERSION
+    old = tmp_path / "src" / "0123456789"
+    for d in build.module_dirs(v).values():
+        shutil.copytree(build.GOBUILD / d, old / d)
+    main = old / build.module_dirs(v)["kube"] / "cmd" / "kube-scheduler" / "main.go"
+    main.write_text(main.read_text() + "\n// an older main\n")
+    earlier = tmp_path / "bin" / f"k8s-{v}-etcd-{build.ETCD_FOR[v]}-0123456789"
+    earlier.mkdir(parents=True)
+    for b in build.BINARIES:
+        (earlier / b).write_text(b)
+    out = build.bin_dir(v)
+    out.mkdir(parents=True)
+    assert build._reuse(out, v, "kube-apiserver") and build._reuse(out, v, "etcd")
+    assert (out / "kube-apiserver").read_text() == "kube-apiserver"
+    assert not build._reuse(out, v, "kube-scheduler") and not (out / "kube-scheduler").exists()
+
+
 def test_up_status_down_loopback_only(tmp_path: Path):
     cp = start(tmp_path / "cp")
     try:

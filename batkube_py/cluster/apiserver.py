@@ -114,8 +114,11 @@ class ApiServerCluster(expedite.BackoffExpedite):
             taints = {"spec": {"taints": [t.to_dict() for t in node.spec.taints]}}
             readies.append((f"taint node {name}", self.core.patch_node, (name, taints), {}))
             readies.append((f"ready node {name}", self.core.patch_node_status, (name, status), {}))
-        # no pod exists yet, so the order of the nodes' writes is nobody's to observe: a few at once
-        self.calls.all(creates)
+        # kube-scheduler's node tree keeps the order nodes were added in (per zone), and with
+        # `parallelism: 1` that order decides score ties (scheduler/ties.py): created one by one, in the
+        # platform's order. The patches that follow change no order: a few at once
+        for what, fn, args, kw in creates:
+            self.calls(what, fn, *args, **kw)
         self.calls.all(readies)
         self.watch.start()
         try:

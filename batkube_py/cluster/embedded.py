@@ -166,6 +166,9 @@ class EmbeddedCluster:
                 break
             profile = self.profiles[pod.scheduler_name]
             decision = profile.schedule_one(pod, self.nodes, self.recorder is not None)
+            if len(self.profiles) > 1:  # nextStartNodeIndex is the Scheduler's, not a profile's
+                for other in self.profiles.values():
+                    other.next_start = profile.next_start
             if self.recorder is not None:
                 self.recorder.write(decision, self.nodes, now, profile)
             outcome = None if self.attempts is None else self.attempts.attempt(pod, decision, now)

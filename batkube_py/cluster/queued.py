@@ -74,6 +74,7 @@ class QueueCluster(ApiServerCluster):
         self._real: dict = {}  # what the real scheduler did in this step
         self._tried: set[str] = set()  # pods the twin's queue popped in this step
         self._several_priorities: set[int] = set()
+        self._bind_times: dict[str, float] = {}  # bound pods still running: their binding's step time
         self._real_wake: float | None = None
         self.steps = 0
         self.settle_wall = 0.0
@@ -132,6 +133,11 @@ class QueueCluster(ApiServerCluster):
             raise BackendError(str(exc)) from None
         if self._origin is None:
             self._origin = datetime.fromtimestamp(st["origin"], UTC)
+            # where the scheduler's node rotation stands after earlier runs: it decides score ties
+            start, n = st.get("next_start_node_index", -1), len(self.shadow.nodes)
+            if start >= 0 and n:
+                for profile in self.shadow.profiles.values():
+                    profile.next_start = start % n
         self._step = now
 
     def _count(self, label: str, n: int = 1) -> None:
@@ -144,8 +150,13 @@ class QueueCluster(ApiServerCluster):
         self.shadow.add_pod(pod, job_id, now)
         pod = copy.deepcopy(pod)
         name = self._prepare(pod)
+        first = len(self._several_priorities) == 1
         self._several_priorities.add(self.priorities[name])
         self.pod_groups.member(pod)
+        if first and len(self._several_priorities) == 2:  # pods bound before had no startTime yet
+            for bound, at in self._bind_times.items():
+                if bound in self.node_of:
+                    self._start_time(bound, at)
         self.watch.track(name)
         self._count("UnscheduledPodAdd")
         try:
@@ -160,6 +171,7 @@ class QueueCluster(ApiServerCluster):
             self._forget(name)
             return
         self._begin(now)
+        self._bind_times.pop(name, None)
         node = self._forget(name)
         self._count("AssignedPodDelete" if node is not None else "UnscheduledPodDelete")
         try:
@@ -209,7 +221,10 @@ class QueueCluster(ApiServerCluster):
         self._shortcut(now)
         self._mirror_untried(now)
         out = []
-        for pod, node in real_bound.items():
+        # in the order the scheduler popped them (its scheduling cycles), not the order its concurrent
+        # binding goroutines reached the apiserver in: the reply's order is the twin's
+        last = self._real["last"]
+        for pod, node in sorted(real_bound.items(), key=lambda b: last.get(b[0], math.inf)):
             if pod not in self.requests or pod in self.node_of:
                 continue
             self._bound(pod, node)
@@ -241,13 +256,16 @@ class QueueCluster(ApiServerCluster):
     def _start_times(self, bound: list[Binding], now: float) -> None:
         """The kubelet's part: status.startTime, which preemption reads (victims that started last go
         first). Only needed when priorities differ; whole simulated seconds from the run's origin."""
-        if len(self._several_priorities) < 2 or self._origin is None:
-            return
-        started = {"status": {"startTime": self._origin + timedelta(seconds=math.floor(now))}}
         for b in bound:
-            self._count("AssignedPodUpdate")
-            self.calls(f"start pod {b.pod}", self.core.patch_namespaced_pod_status, b.pod, self.namespace,
-                       started)  # fmt: skip
+            self._bind_times[b.pod] = now
+            self._start_time(b.pod, now)
+
+    def _start_time(self, pod: str, at: float) -> None:
+        if len(self._several_priorities) < 2 or self._origin is None:
+            return  # without a GetPodStartTime reader to tell apart, one call a pod saved
+        started = {"status": {"startTime": self._origin + timedelta(seconds=math.floor(at))}}
+        self._count("AssignedPodUpdate")
+        self.calls(f"start pod {pod}", self.core.patch_namespaced_pod_status, pod, self.namespace, started)
 
     # ---- the shadow twin ------------------------------------------------------------------------
 

@@ -8,7 +8,8 @@ tested with, from its build/dependencies.yaml). kube-apiserver's and etcd's ``ma
 upstream commands; 1.37.2's kube-scheduler ``main`` is upstream's command too, unless it is started with
 ``--batkube-control-address`` (the simulated clock, docs/sync.md). The module cache, the build cache and
 the binaries live outside the repository, keyed by version and sources, so a second build is a no-op and
-CI can cache one directory.
+CI can cache one directory; a binary whose own inputs (its module's pins, its main) did not change is
+copied from the earlier key's directory rather than rebuilt.
 """
 
 from __future__ import annotations
@@ -68,6 +69,37 @@ def _sources_key(version: str) -> str:
             if f.is_file() and f.suffix in (".mod", ".sum", ".go"):
                 h.update(f.relative_to(GOBUILD).as_posix().encode() + b"\0" + f.read_bytes())
     return h.hexdigest()[:10]
+
+
+def _binary_key(root: Path, version: str, binary: str) -> str | None:
+    """What one binary is built from under `root` (a copy of gobuild): its module's pins and its own
+    main package; None if that copy is incomplete."""
+    module, pkg = _MAIN[binary]
+    d = root / module_dirs(version)[module]
+    own = sorted((d / pkg).glob("*.go"))
+    files = [d / "go.mod", d / "go.sum", *own]
+    if not all(f.is_file() for f in files):
+        return None
+    h = hashlib.sha256()
+    for f in files:
+        h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()
+
+
+def _reuse(out: Path, version: str, binary: str) -> bool:
+    """Copy `binary` from the build of another source key whose own inputs were the same (a change to
+    kube-scheduler's main alone must not cost a kube-apiserver build); the sources of each key are kept
+    under cache_dir()/src."""
+    want = _binary_key(GOBUILD, version, binary)
+    prefix = out.name.rsplit("-", 1)[0]
+    for other in sorted((out.parent).glob(f"{prefix}-*")):
+        src = cache_dir() / "src" / other.name.rsplit("-", 1)[1]
+        if other == out or not (other / binary).is_file() or _binary_key(src, version, binary) != want:
+            continue
+        shutil.copy2(other / binary, out / f"{binary}.tmp")
+        os.replace(out / f"{binary}.tmp", out / binary)
+        return True
+    return False
 
 
 def bin_dir(version: str | None = None) -> Path:
@@ -169,6 +201,9 @@ def build(log=sys.stderr, attempts: int = 3, version: str | None = None) -> Bina
     for binary in BINARIES:
         target = out / binary
         if target.is_file():
+            continue
+        if _reuse(out, v, binary):
+            print(f"{binary}: the same sources as an earlier build, reused", file=log, flush=True)
             continue
         module, pkg = _MAIN[binary]
         cmd = [go, "build", "-o", str(target) + ".tmp", "-ldflags", _ldflags(binary, v), pkg]

@@ -6,7 +6,8 @@
 //
 //	POST /begin?run=ID&t=T
 //	                      hold the scheduler's pops and set the queue's clock to origin+T (origin: the
-//	                      whole second after the clock's time when the run took it; returned)
+//	                      whole second after the clock's time when the run took it; returned, with the
+//	                      scheduler's nextStartNodeIndex)
 //	(the adapter writes the step's deletes, node changes and pods to the apiserver)
 //	POST /settle?run=ID&want=L:N,...[&tick=K]
 //	                      wait until the scheduler's event handlers have run N times for each label L
@@ -26,6 +27,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -193,7 +195,18 @@ func (c *control) begin(w http.ResponseWriter, r *http.Request) {
 		at = now
 	}
 	c.clock.SetTime(at)
-	c.reply(w, map[string]any{"now": c.sim(at), "origin": c.origin.Unix()})
+	c.reply(w, map[string]any{"now": c.sim(at), "origin": c.origin.Unix(), "next_start_node_index": c.nextStart()})
+}
+
+// nextStart is the scheduler's nextStartNodeIndex: where its next filtering starts in the node list (with
+// parallelism 1 it decides score ties, so a twin must start where this scheduler is). Read with
+// reflect while the pops are held; never written. -1 if the field is not there.
+func (c *control) nextStart() int64 {
+	f := reflect.ValueOf(c.sched).Elem().FieldByName("nextStartNodeIndex")
+	if !f.IsValid() || !f.CanInt() {
+		return -1
+	}
+	return f.Int()
 }
 
 func (c *control) end(w http.ResponseWriter, r *http.Request) {
