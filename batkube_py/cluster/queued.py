@@ -204,7 +204,7 @@ class QueueCluster(ApiServerCluster):
         popped = st.get("popped") or []
         self._real = {"popped": popped, "bound": real_bound, "last": {q: i for i, q in enumerate(popped)}}
         self._tried = set()
-        self.shadow.queue.doomed.clear()
+        self.shadow.queue.doomed = []
         self.shadow.schedule(now)
         self._judge_doomed(now)
         self._mirror_untried(now)
@@ -295,7 +295,7 @@ class QueueCluster(ApiServerCluster):
         """Pods the twin's queue retried and failed in place (they fit no node): the real queue must
         have tried and failed them too; one it bound is left to _mirror_untried (a row)."""
         names = self.shadow.nodes.names
-        for name in self.shadow.queue.doomed:
+        for name in self.shadow.queue.doomed or ():
             if name in self._real["bound"] or name not in self.shadow.pods:
                 continue
             self._tried.add(name)

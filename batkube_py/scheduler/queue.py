@@ -67,9 +67,9 @@ class SchedulingQueue:
         self._caps: dict[str, int] = {}
         self._seq = 0
         self._refailed: list[tuple[tuple[float, int], PodInfo | int]] = []
-        # pods a move failed in place (they fit no node: their retry could only fail), for a caller
-        # that compares this queue's attempts with another scheduler's (cluster/queued.py); it clears it
-        self.doomed: list[str] = []
+        # pods a move failed in place (they fit no node: their retry could only fail), kept only for a
+        # caller that compares this queue's attempts with another scheduler's (cluster/queued.py)
+        self.doomed: list[str] | None = None
         self._flush_checked_at = -1.0
 
     def __len__(self) -> int:
@@ -251,7 +251,8 @@ class SchedulingQueue:
         for i in np.flatnonzero(doomed):
             self._refailed.append(((float(c["ts"][i]), int(c["seq"][i])), int(i)))
         if doomed.any():
-            self.doomed.extend(self._parked.pods[int(i)].name for i in np.flatnonzero(doomed))
+            if self.doomed is not None:
+                self.doomed.extend(self._parked.pods[int(i)].name for i in np.flatnonzero(doomed))
             c["attempts"][doomed] += 1
             c["until"][doomed] = self.config.retry_at_many(c["attempts"][doomed], now)
             c["ts"][doomed] = now
