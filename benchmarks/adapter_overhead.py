@@ -35,7 +35,8 @@ from pathlib import Path
 
 from _runs import BENCH, ROOT, compile_package, free_endpoint
 
-from batkube_py.run import RunConfig, batsim_command, find_batsim
+from batkube_py.runs.batsim import batsim_command, find_batsim
+from batkube_py.runs.run import RunConfig
 
 WALL_CLOCK = {"scheduling_time", "simulation_time"}  # out_schedule.csv columns measured in real seconds
 
@@ -76,7 +77,7 @@ def replay_run(cfg: RunConfig, tmp: Path, transcript: Path) -> dict:
     endpoint = free_endpoint()
     batsim = batsim_command(find_batsim(cfg.batsim), cfg, endpoint, out / "out")
     start = time.perf_counter()
-    replayer = [sys.executable, "-m", "batkube_py.transcript", str(transcript), "--socket", endpoint]
+    replayer = [sys.executable, "-m", "batkube_py.runs.transcript", str(transcript), "--socket", endpoint]
     dp = subprocess.Popen(replayer, cwd=out, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     sim = subprocess.Popen(batsim, cwd=out, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     sim_rc, sim_cpu, _ = waited(sim)
@@ -100,11 +101,11 @@ def pair(cfg: RunConfig) -> tuple[dict, dict]:
 
 
 def in_process(cfg: RunConfig, pauses: list[float]) -> None:
-    from batkube_py.decision import DecisionProcess
-    from batkube_py.endpoint import long_lived_gc
-    from batkube_py.outputs import RunOutputs
-    from batkube_py.run import embedded_factory
-    from batkube_py.transcript import load
+    from batkube_py.adapter.decision import DecisionProcess
+    from batkube_py.adapter.outputs import RunOutputs
+    from batkube_py.runs.endpoint import long_lived_gc
+    from batkube_py.runs.run import embedded_factory
+    from batkube_py.runs.transcript import load
 
     with tempfile.TemporaryDirectory(prefix="batkube-inproc-") as name:
         tmp = Path(name)

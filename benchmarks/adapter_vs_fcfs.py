@@ -21,7 +21,7 @@ from pathlib import Path
 
 from _runs import BENCH, ROOT, compile_package, free_endpoint
 
-from batkube_py.usage import ChildUsage
+from batkube_py.runs.usage import ChildUsage
 
 KERNELS = "batkube_py.scheduler._kernels"
 
@@ -43,7 +43,7 @@ def one_run(
              "--enable-compute-sharing", "-q"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
-        sim_usage, dp_usage = ChildUsage(sim), ChildUsage(dp)  # each process's own (batkube_py.usage)
+        sim_usage, dp_usage = ChildUsage(sim), ChildUsage(dp)  # each process's own (batkube_py.runs.usage)
         rc = sim_usage.wait()
         dp_usage.wait()
         wall = time.perf_counter() - start

@@ -28,8 +28,8 @@ from _runs import batkube_run, compile_package
 
 from batkube_py.batsim_double import BatsimDouble
 from batkube_py.batsim_double.simplatform import Platform
-from batkube_py.commworkload import alone_on
-from batkube_py.platforms import rack_platform
+from batkube_py.inputs.commworkload import alone_on
+from batkube_py.inputs.platforms import rack_platform
 
 
 def alone(platform: Platform, res: int, cpu: float, com: float) -> float:

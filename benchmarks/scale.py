@@ -9,7 +9,7 @@
   with --record-decisions.
 
 Prints the wall time of the whole `batkube run` command, the adapter's and Batsim's CPU seconds and
-peak RSS (each process's own, as summary.json reports them: batkube_py/usage.py), and the run's figures.
+peak RSS (each process's own, as summary.json reports them: batkube_py/runs/usage.py), and the run's figures.
 
     python benchmarks/scale.py [--only nasa|nasa-gangs|100k] [--batsim double|CMD] [--keep DIR]
 """

@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout, n
 
 from kubernetes import client  # noqa: E402
 
-from batkube_py import podshape, translate  # noqa: E402
+from batkube_py.adapter import podshape, translate  # noqa: E402
 from batkube_py.cluster.embedded import EmbeddedCluster  # noqa: E402
 from batkube_py.protocol.models import Resource  # noqa: E402
 from batkube_py.scheduler.plugins import noderesources  # noqa: E402

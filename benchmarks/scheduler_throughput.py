@@ -23,7 +23,7 @@ from kubernetes import client
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout, not an installed copy
 
-from batkube_py import podshape, translate
+from batkube_py.adapter import podshape, translate
 from batkube_py.cluster.embedded import EmbeddedCluster
 from batkube_py.protocol.models import Resource
 from batkube_py.scheduler.framework import Profile

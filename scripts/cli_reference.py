@@ -42,7 +42,7 @@ def _commands(cmd: click.Command, path: list[str], parent: click.Context | None)
 
 def render() -> str:
     from batkube_py.batsim_double.usage import help_text
-    from batkube_py.cli import main as batkube
+    from batkube_py.cli.app import main as batkube
     from swf_tools.cli import main as swf_tools
 
     parts = [HEADER]

@@ -14,7 +14,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from batkube_py.cliutil import CONTEXT, out_option
+from batkube_py.cli.util import CONTEXT, out_option
 from swf_tools import nodes
 from swf_tools.convert import ConvertOptions, convert
 from swf_tools.errors import ConversionError, SwfError

@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 from shared_support import need
 
-from batkube_py.cli import main
+from batkube_py.cli.app import main
 from batkube_py.controlplane import build
 from batkube_py.controlplane.manager import ControlPlane
 

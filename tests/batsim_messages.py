@@ -74,8 +74,8 @@ def requested_call(t: float) -> dict:
 
 def decided(process: Any, raw: bytes, wakeups: bool = False) -> list[tuple[str, dict]]:
     """The events of the reply to `raw` and of the reply to the wake-up it asks for to end the instant
-    (batkube_py/instant.py), as Batsim would deliver it: what the adapter answers to one instant."""
-    from batkube_py.instant import DECISION_DELAY
+    (batkube_py/adapter/instant.py), as Batsim would deliver it: what the adapter answers to one instant."""
+    from batkube_py.adapter.instant import DECISION_DELAY
 
     now = json.loads(raw)["now"]
     first = process.handle(raw)

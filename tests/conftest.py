@@ -1,6 +1,6 @@
 """Shared pytest configuration.
 
-The experiments fetch their public inputs by name (batkube_py.datasets): tests never download, they read
+The experiments fetch their public inputs by name (inputs.datasets): tests never download, they read
 the project's reference folder ../shared when it is there (the offline folder CI uses too)."""
 
 import os

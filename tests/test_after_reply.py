@@ -5,11 +5,11 @@ import gc
 
 from batsim_messages import begins, completed, host, message, reply_events, requested_call, submitted
 
-from batkube_py import podshape
+from batkube_py.adapter import podshape
+from batkube_py.adapter.decision import DecisionProcess
+from batkube_py.adapter.instant import DECISION_DELAY
+from batkube_py.adapter.outputs import RunOutputs
 from batkube_py.cluster.embedded import EmbeddedCluster
-from batkube_py.decision import DecisionProcess
-from batkube_py.instant import DECISION_DELAY
-from batkube_py.outputs import RunOutputs
 
 PROFILES = {
     "p": {"type": "delay", "delay": 10, "cpu": "1"},

@@ -140,3 +140,20 @@ def test_compare_table_counts_are_integers_and_utilisation_has_digits() -> None:
     assert wide.at["cpu_over_allocations", "two"] == "1 ± 0"
     util = wide.at["cpu_utilisation", "tiny"]
     assert len(util.split(".")[1]) == 3
+
+
+def test_a_gang_is_drawn_as_one_job_joined_across_its_hosts_and_labelled_once() -> None:
+    from batkube_py.analysis.gantt import plot_job_gantt
+
+    jobs = _jobs([("w0!1", 0, 0, 100, "0-1 3"), ("w0!2", 0, 0, 100, "2")])
+    fig, ax = plt.subplots(figsize=(8, 4))
+    plot_job_gantt(ax, jobs, 4)
+    joins = [c for c in ax.collections if c.get_gid() == "gang-hosts"]
+    labels = [t.get_text() for t in ax.texts]
+    plt.close(fig)
+    assert len(joins) == 1
+    (segment,) = joins[0].get_segments()  # one line, for the one job on several hosts
+    assert segment[0, 0] == segment[1, 0] == 0.0  # at the job's start
+    ys = sorted(segment[:, 1])
+    assert ys[0] < 0.1 and ys[1] > 3.9  # from its lowest host (row 0) to its highest (row 3)
+    assert sorted(labels) == ["1", "2"]  # the gang once, the single job once

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from apiserver_support import ROOT, run_cli, start
 
-from batkube_py.platforms import cluster_platform
+from batkube_py.inputs.platforms import cluster_platform
 
 
 @pytest.fixture(scope="module")

@@ -15,8 +15,8 @@ from shared_support import need
 
 from batkube_py.cluster.apicalls import ApiCalls
 from batkube_py.cluster.base import BackendError
+from batkube_py.cluster.sync import SyncOptions
 from batkube_py.controlplane.podwatch import PodWatch
-from batkube_py.sync import SyncOptions
 
 
 @pytest.fixture
@@ -242,7 +242,7 @@ class _View:
 
 
 def test_timeout_policy_hands_out_one_binding_per_step_even_with_min_delay_above_the_timeout():
-    from batkube_py.sync import TimeoutPolicy
+    from batkube_py.cluster.sync import TimeoutPolicy
 
     policy = TimeoutPolicy(SyncOptions(policy="timeout", timeout=0.005, min_delay=0.02))
     t0 = time.monotonic()
@@ -257,7 +257,7 @@ def test_timeout_policy_hands_out_one_binding_per_step_even_with_min_delay_above
 def test_timeout_policy_wakes_up_for_bindings_not_yet_handed_out():
     """Found in the max-timestep sweep: with fast-forward on, the last pods bound but still queued for
     one-per-step hand-out, and nothing running, no wake-up was asked and Batsim deadlocked."""
-    from batkube_py.sync import TimeoutPolicy
+    from batkube_py.cluster.sync import TimeoutPolicy
 
     opts = SyncOptions(policy="timeout", fast_forward=True, base_step=0.01, max_step=100)
     policy = TimeoutPolicy(opts)

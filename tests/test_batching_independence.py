@@ -1,4 +1,4 @@
-"""Results do not depend on how Batsim batches an instant (issue 14 item 4, batkube_py/instant.py).
+"""Results do not depend on how Batsim batches an instant (issue 14 item 4, batkube_py/adapter/instant.py).
 
 The Batsim double runs with a seeded RandomBatching that splits, merges and reorders the events of each
 instant (within what Batsim may do: batsim_double/batching.py), in closed loop with the adapter; the
@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from shared_support import need
 
+from batkube_py.adapter.decision import DecisionProcess
 from batkube_py.batsim_double import BatsimDouble
 from batkube_py.batsim_double.batching import RandomBatching
 from batkube_py.cluster.embedded import EmbeddedCluster
-from batkube_py.decision import DecisionProcess
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"

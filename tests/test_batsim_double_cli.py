@@ -22,8 +22,9 @@ from shared_support import shared
 from batkube_py.batsim_double.argv import parse
 from batkube_py.batsim_double.cli import REFUSED_EXIT, build, main, read_sched_config
 from batkube_py.batsim_double.mainargs import check
-from batkube_py.platforms import cluster_platform
-from batkube_py.run import DOUBLE, RunConfig, run
+from batkube_py.inputs.platforms import cluster_platform
+from batkube_py.runs.batsim import DOUBLE
+from batkube_py.runs.run import RunConfig, run
 
 CASE = Path(__file__).resolve().parents[2] / "shared" / "batsim" / "transcripts" / "a_4hosts_6delays"
 PLATFORM = str(CASE / "platform.xml")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from batkube_py.batsim_double import BatsimDouble
 from batkube_py.batsim_double.machine_states import machine_ids
-from batkube_py.platforms import cluster_platform
+from batkube_py.inputs.platforms import cluster_platform
 
 WORKLOAD = {
     "nb_res": 4,

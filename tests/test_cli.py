@@ -11,7 +11,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from batkube_py.cli import main
+from batkube_py.cli.app import main
 from swf_tools.cli import main as swf_main
 
 
@@ -77,7 +77,7 @@ def test_platform_and_workload_refuse_nonsense_and_say_what_they_wrote(tmp_path:
 
 
 def test_swf_extract_help_names_a_trace_one_can_fetch():
-    from batkube_py import datasets
+    from batkube_py.inputs import datasets
     from swf_tools.cli import main as swf_main
 
     out = CliRunner().invoke(swf_main, ["extract", "--help"], terminal_width=200).output
@@ -99,7 +99,7 @@ def test_the_dask_executor_without_its_extra_names_the_extra(monkeypatch):
 
 
 def test_figures_are_printed_in_fixed_notation():
-    from batkube_py.cliutil import fixed
+    from batkube_py.cli.util import fixed
 
     # the NASA trace's makespan printed as 7.94902e+06
     assert [fixed(x) for x in (7949020.5512, 2210.414, 981.044376, 2.5e-5, 3)] == [

@@ -12,7 +12,7 @@ import pytest
 from kubernetes import client
 from test_plugins_common import table
 
-from batkube_py import podshape
+from batkube_py.adapter import podshape
 from batkube_py.cluster.embedded import EmbeddedCluster
 from batkube_py.scheduler.config import ConfigError, build_profiles, default_config, load_config, parse_config
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from apiserver_support import require_binaries, start
 from click.testing import CliRunner
 
-from batkube_py.cli import main
+from batkube_py.cli.app import main
 from batkube_py.controlplane import build
 
 
@@ -77,6 +77,27 @@ def test_scheduler_facts_read_from_the_configuration(tmp_path):
     cfg = tmp_path / "s.yaml"
     cfg.write_text("podMaxBackoffSeconds: 1\nprofiles:\n- schedulerName: a\n- {}\n")
     assert scheduler_facts(cfg) == ({"a", "default-scheduler"}, 1.0)
+
+
+def test_backoff_stays_upstreams_where_the_queue_runs_on_the_simulated_clock(tmp_path):
+    """With batkube's clock (--sync queue) backoff decides when pods are retried in simulated time: the
+    control plane keeps upstream's 1 s / 10 s (a 1-s cap made kube-scheduler 1.37.2 retry pods the
+    twin held back, issue 25). Without it backoff costs wall time only, and 1 s keeps steps short."""
+    import yaml
+
+    from batkube_py.controlplane.manager import ControlPlane, State
+
+    written = {}
+    for clock in (True, False):
+        cp = ControlPlane(tmp_path / str(clock))
+        cp.dir.mkdir()
+        cp._bins = build.Binaries(Path("etcd"), Path("kube-apiserver"), Path("kube-scheduler"), clock)
+        st = State(dir=cp.dir, kubeconfig=cp.dir / "kubeconfig", server="", etcd_port=1, apiserver_port=2,
+                   scheduler_port=3)  # fmt: skip
+        cp.write_scheduler_config(st, None)
+        written[clock] = yaml.safe_load((cp.dir / "scheduler-config.yaml").read_text())
+    assert "podMaxBackoffSeconds" not in written[True] and "podInitialBackoffSeconds" not in written[True]
+    assert (written[False]["podInitialBackoffSeconds"], written[False]["podMaxBackoffSeconds"]) == (1, 1)
 
 
 def test_missing_control_plane_skips_with_the_build_command_and_fails_in_ci(monkeypatch):

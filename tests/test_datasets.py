@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from shared_support import requires_shared
 
-from batkube_py import datasets
+from batkube_py.inputs import datasets
 from swf_tools.stats import mean_utilisation, utilisation_jobs
 from swf_tools.swf import parse_swf
 

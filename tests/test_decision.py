@@ -3,11 +3,11 @@ import json
 import pytest
 from batsim_messages import begins, completed, decided, ends, host, message, notify, submitted
 
+from batkube_py.adapter.decision import DecisionProcess
+from batkube_py.adapter.outputs import RunOutputs
 from batkube_py.cluster.embedded import EmbeddedCluster
-from batkube_py.decision import DecisionProcess
-from batkube_py.outputs import RunOutputs
 from batkube_py.protocol.codec import ProtocolError
-from batkube_py.run import embedded_factory
+from batkube_py.runs.run import embedded_factory
 
 PROFILES = {
     "p": {"type": "delay", "delay": 10, "cpu": "1"},

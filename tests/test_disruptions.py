@@ -8,8 +8,8 @@ import pytest
 from test_scheduler import nodes, pod
 
 from batkube_py.cluster.embedded import EmbeddedCluster
-from batkube_py.platforms import cluster_platform
-from batkube_py.run import RunConfig, run
+from batkube_py.inputs.platforms import cluster_platform
+from batkube_py.runs.run import RunConfig, run
 from batkube_py.scheduler.podinfo import pod_info
 from batkube_py.scheduler.preemption import preempt
 

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 from shared_support import need
 
-from batkube_py.cli import main
+from batkube_py.cli.app import main
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"

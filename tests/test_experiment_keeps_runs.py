@@ -9,7 +9,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from batkube_py.cli import main
+from batkube_py.cli.app import main
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 from shared_support import shared
 
-from batkube_py.cli import main
+from batkube_py.cli.app import main
 from batkube_py.experiments import spec
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,10 +10,10 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from batkube_py import commworkload
-from batkube_py.cli import main
-from batkube_py.platforms import cluster_platform
-from batkube_py.run import RunConfig, run
+from batkube_py.cli.app import main
+from batkube_py.inputs import commworkload
+from batkube_py.inputs.platforms import cluster_platform
+from batkube_py.runs.run import RunConfig, run
 
 ROOT = Path(__file__).resolve().parents[1]
 DOUBLE = str(ROOT / "tests" / "batsim_double" / "batsim")

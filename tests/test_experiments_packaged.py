@@ -12,10 +12,10 @@ import pytest
 from click.testing import CliRunner
 from shared_support import requires_shared
 
-from batkube_py import datasets
 from batkube_py.analysis import compare as cmp
-from batkube_py.cli import main
+from batkube_py.cli.app import main
 from batkube_py.experiments import spec, thesis
+from batkube_py.inputs import datasets
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from batkube_py import podshape, translate
-from batkube_py.cli import main
+from batkube_py.adapter import podshape, translate
+from batkube_py.cli.app import main
 from batkube_py.cluster.embedded import EmbeddedCluster
 from batkube_py.protocol.models import Resource
 from batkube_py.scheduler.record import DecisionRecorder

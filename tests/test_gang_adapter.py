@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 from batsim_messages import begins, decided, host, message, submitted
 
+from batkube_py.adapter.decision import DecisionProcess
+from batkube_py.adapter.gangjobs import allocation
+from batkube_py.adapter.outputs import RunOutputs
 from batkube_py.cluster.embedded import EmbeddedCluster
-from batkube_py.decision import DecisionProcess
-from batkube_py.gangjobs import allocation
-from batkube_py.outputs import RunOutputs
-from batkube_py.platforms import cluster_platform
+from batkube_py.inputs.platforms import cluster_platform
 from batkube_py.protocol.reply import Reply, ReplyRuleError
-from batkube_py.run import RunConfig, run
+from batkube_py.runs.run import RunConfig, run
 
 ROOT = Path(__file__).resolve().parents[1]
 DOUBLE = str(ROOT / "tests" / "batsim_double" / "batsim")
@@ -198,7 +198,7 @@ def test_gang_workload_end_to_end_on_the_double(tmp_path):
 def test_explain_tells_a_groups_story(tmp_path):
     from click.testing import CliRunner
 
-    from batkube_py.cli import main
+    from batkube_py.cli.app import main
 
     jobs = [
         {"id": "a", "subtime": 0, "res": 4, "profile": "half"},
@@ -262,7 +262,7 @@ TWO_RACKS = """<?xml version='1.0'?>
 
 
 def test_simgrid_clusters_become_node_labels_and_a_group_stays_in_one(tmp_path):
-    from batkube_py.topology import host_labels
+    from batkube_py.inputs.topology import host_labels
 
     (tmp_path / "p.xml").write_text(TWO_RACKS)
     labels = host_labels(tmp_path / "p.xml")

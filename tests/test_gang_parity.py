@@ -21,7 +21,7 @@ from apiserver_support import DOUBLE, run_cli, start
 from click.testing import CliRunner
 from parity_cases import GANG_CONFIG, gang_cases
 
-from batkube_py.cli import main
+from batkube_py.cli.app import main
 
 CASES = {c.name: c for c in gang_cases()}
 # measured 2026-11-25 (Batsim double, kube-scheduler 1.37.2 own queue, twin 1.37): no timing row, the

@@ -6,7 +6,7 @@ import math
 import pytest
 from kubernetes import client
 
-from batkube_py import translate
+from batkube_py.adapter import translate
 from batkube_py.cluster.embedded import EmbeddedCluster
 from batkube_py.protocol.models import Resource
 from batkube_py.scheduler.podgroup import backoff_duration, member_order

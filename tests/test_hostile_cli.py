@@ -17,8 +17,8 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from batkube_py import rundir
-from batkube_py.cli import main
+from batkube_py.cli.app import main
+from batkube_py.runs import rundir
 from batkube_py.safeyaml import YamlError, load_text
 from swf_tools.cli import main as swf_main
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from batkube_py.cli import main
+from batkube_py.cli.app import main
 from batkube_py.controlplane.manager import ControlPlaneError
 from batkube_py.controlplane.session import scheduler_facts
 

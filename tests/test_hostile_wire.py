@@ -19,11 +19,11 @@ from batsim_messages import begins, completed, decided, ends, host, message, not
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from batkube_py.adapter.decision import DecisionProcess
+from batkube_py.adapter.outputs import RunOutputs
 from batkube_py.cluster.embedded import EmbeddedCluster
-from batkube_py.decision import DecisionProcess
-from batkube_py.endpoint import Endpoint, EndpointError, PeerGone, check_address
-from batkube_py.outputs import RunOutputs
 from batkube_py.protocol.codec import ProtocolError, decode_message
+from batkube_py.runs.endpoint import Endpoint, EndpointError, PeerGone, check_address
 
 pytestmark = pytest.mark.timeout(30)
 PROFILES = {"p": {"type": "delay", "delay": 10, "cpu": "1"}}

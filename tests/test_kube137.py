@@ -274,6 +274,40 @@ def test_pop_from_backoffq_waits_for_activeq_and_skips_the_error_heap():
     assert q.pop(2.0, nodes) is err
 
 
+def test_pods_failed_in_one_instant_keep_the_order_they_were_tried_in():
+    """AddUnschedulablePodIfNotPresent stamps each failure with clock.Now(): on a moving clock the next
+    PrioritySort order is the order of the failures. With pop from backoffQ, backoffQ's pods are tried
+    after activeQ's, by window: a pod with the earlier queue timestamp but the later window fails last.
+    A pod retried without a cycle (it fits no node) takes the place in activeQ order it was popped from,
+    and is named in `shortcut` for a shadow judging another queue."""
+    c = cluster("1.37", {"cpu": "1"}, {"cpu": "800m"})
+    c.queue.shortcut = []
+    run_on(c, 0, "a", cpu="1")
+    run_on(c, 1, "f0.0", cpu="500m")
+    last = [0.0]
+
+    def pod_deleted(now: float) -> None:  # n1 keeps 800m, never enough for a 1-cpu pod
+        c.delete_pod(f"f{last[0]}", now)
+        run_on(c, 1, f"f{now}", cpu="500m")
+        last[0] = now
+
+    old = submit(c, "old", 0.0, cpu="1")
+    placed(c, 0.0)
+    for now in (0.5, 1.2, 3.5, 7.5):  # old's backoff grows to 10 s: window 17 from 7.5
+        pod_deleted(now)
+        assert placed(c, now) == {}
+    young = submit(c, "young", 8.0, cpu="1")
+    assert placed(c, 8.0) == {}  # young: window 9
+    pod_deleted(8.2)  # both backing off: backoffQ, popped at once by window, young first
+    assert placed(c, 8.2) == {}
+    assert young.timestamp == old.timestamp == 8.2 and young.seq < old.seq
+    pod_deleted(12.6)  # young out of backoff: activeQ (no cycle: fits no changed node); old: backoffQ
+    c.queue.shortcut.clear()
+    assert placed(c, 12.6) == {}
+    assert c.queue.shortcut == ["young"]
+    assert c.queue._parked.col["seq"][c.queue._parked.slot["young"]] < old.seq
+
+
 # ---- §2.2 queueing hints: a deleted nominated pod --------------------------------------------------------
 
 

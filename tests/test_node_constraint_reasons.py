@@ -11,8 +11,8 @@ import numpy as np
 from click.testing import CliRunner
 from kubernetes import client
 
-from batkube_py import podshape, translate
-from batkube_py.cli import main
+from batkube_py.adapter import podshape, translate
+from batkube_py.cli.app import main
 from batkube_py.cluster import fit
 from batkube_py.cluster.embedded import EmbeddedCluster
 from batkube_py.protocol.models import Resource

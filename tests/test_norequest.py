@@ -1,4 +1,4 @@
-"""`--no-request`: what a job without a cpu field asks for (batkube_py/norequest.py), said in the log and
+"""`--no-request`: what a job without a cpu field asks for (adapter/norequest.py), said in the log and
 summary.json; exclusive by default, as Batsim gives a job its host."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import pytest
 from click.testing import CliRunner
 from kubernetes import client
 
-from batkube_py import podshape
-from batkube_py.cli import main
-from batkube_py.norequest import NoRequest
-from batkube_py.platforms import cluster_platform
+from batkube_py.adapter import podshape
+from batkube_py.adapter.norequest import NoRequest
+from batkube_py.cli.app import main
+from batkube_py.inputs.platforms import cluster_platform
 
 
 def _run(tmp_path: Path, jobs: list[dict], profile: dict, *extra: str) -> tuple[dict, list[dict]]:
@@ -66,7 +66,7 @@ def _node(name: str, cpu: str) -> client.V1Node:
 
 def test_on_nodes_of_different_sizes_the_smallest_is_asked_and_said(caplog) -> None:
     policy = NoRequest()
-    with caplog.at_level(logging.WARNING, logger="batkube_py.norequest"):
+    with caplog.at_level(logging.WARNING, logger="batkube_py.adapter.norequest"):
         policy.configure([_node("a", "4"), _node("b", "2"), _node("c", "4")])
     assert policy.cpu == "2" and "nodes differ in cpu (2 to 4)" in caplog.text
     shape = podshape.pod_shape("w0!1", {"id": "1", "res": 1, "profile": "d"}, {"type": "delay", "delay": 1})

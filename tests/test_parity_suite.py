@@ -22,7 +22,7 @@ from apiserver_support import DOUBLE, run_cli, start
 from click.testing import CliRunner
 from parity_cases import cases
 
-from batkube_py.cli import main
+from batkube_py.cli.app import main
 
 CASES = {c.name: c for c in cases()}
 TWIN_KUBE = "v1.32.6"  # the release the paced suite runs; the twin follows it (--kube-version 1.32)
@@ -110,8 +110,8 @@ def test_parity_command(controlplane, tmp_path: Path):
 
 
 def test_parity_report_lists_mismatches_and_fails(tmp_path: Path, capsys):
-    from batkube_py.parity import COLUMNS
-    from batkube_py.paritycmd import report
+    from batkube_py.cli.parity import report
+    from batkube_py.cluster.parity import COLUMNS
 
     path = tmp_path / "parity.csv"
     row = {
@@ -138,9 +138,9 @@ def test_parity_report_lists_mismatches_and_fails(tmp_path: Path, capsys):
 
 
 def test_paced_refuses_a_control_plane_running_another_configuration(tmp_path: Path):
+    from batkube_py.cluster.sync import SyncOptions
     from batkube_py.controlplane.manager import ControlPlaneError
     from batkube_py.controlplane.session import ApiServerConfig, paced_parts
-    from batkube_py.sync import SyncOptions
 
     mine = tmp_path / "mine.yaml"
     mine.write_text(CASES["two-profiles"].config)
@@ -157,3 +157,8 @@ def test_paced_refuses_a_control_plane_running_another_configuration(tmp_path: P
     )
     profiles, queue = paced_parts(ApiServerConfig(scheduler_config=mine), running, names, names, sync)
     assert {p.scheduler_name for p in profiles} == names and queue.pod_max_backoff == 10
+    # under its own queue (on the simulated clock) the real scheduler's backoff is the run's: the twin
+    # checking it backs off as it does
+    sync = SyncOptions(policy="queue", metrics_url="https://127.0.0.1:1/metrics")
+    _, queue = paced_parts(ApiServerConfig(scheduler_config=mine), running, names, names, sync)
+    assert (queue.pod_initial_backoff, queue.pod_max_backoff) == (1, 1)

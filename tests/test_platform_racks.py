@@ -9,8 +9,8 @@ from click.testing import CliRunner
 
 from batkube_py.batsim_double.machines import Machines
 from batkube_py.batsim_double.simplatform import Platform
-from batkube_py.cli import main
-from batkube_py.platforms import RACK_LABEL, rack_platform
+from batkube_py.cli.app import main
+from batkube_py.inputs.platforms import RACK_LABEL, rack_platform
 
 
 def test_racks_are_clusters_joined_by_the_chosen_backbone(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 from kubernetes import client
 
-from batkube_py import podshape, translate
+from batkube_py.adapter import podshape, translate
 from batkube_py.protocol.models import Resource
 from batkube_py.scheduler.framework import SKIP, CycleState, Plugin
 from batkube_py.scheduler.podinfo import PodInfo, pod_info

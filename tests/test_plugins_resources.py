@@ -13,7 +13,7 @@ import pytest
 from kubernetes import client
 from test_plugins_common import place, pod, run_filter, table
 
-from batkube_py import podshape, translate
+from batkube_py.adapter import podshape, translate
 from batkube_py.protocol.models import Resource
 from batkube_py.scheduler.plugins import BalancedAllocation, NodeResourcesFit
 from batkube_py.scheduler.plugins.resourcescoring import broken_linear

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from test_plugins_common import pod, run_filter, run_score, table
 
-from batkube_py.podshape import _k8s_object
+from batkube_py.adapter.podshape import _k8s_object
 from batkube_py.scheduler.plugins import NodeAffinity, NodeName, TaintToleration
 
 

@@ -9,9 +9,9 @@ import pytest
 from procset import ProcSet
 from shared_support import shared, shared_cases
 
+from batkube_py.adapter.decision import DecisionProcess
 from batkube_py.batsim_double import BatsimDouble
 from batkube_py.cluster.embedded import EmbeddedCluster
-from batkube_py.decision import DecisionProcess
 from batkube_py.protocol.models import RejectJob
 from batkube_py.protocol.reply import MIN_WAKEUP_GAP, Reply, ReplyRuleError
 
@@ -102,7 +102,7 @@ def test_adapter_never_makes_batsim_abort_on_recorded_inputs(case):
 def test_a_victim_that_finished_in_the_same_message_is_not_killed():
     """Batsim 4.2.1 aborts on KILL_JOB of a finished job ("Cannot get job": jobs.cpp, Workloads::job_at);
     a cycle run before the JOB_COMPLETED of the same message may already have chosen it as a victim."""
-    from batkube_py.disruption import Disruptions
+    from batkube_py.adapter.disruption import Disruptions
 
     d, reply = Disruptions(), Reply(40.02)
     for job in ("w0!1", "w0!2"):

@@ -1,7 +1,7 @@
 import numpy as np
 from kubernetes import client
 
-from batkube_py import podshape, translate
+from batkube_py.adapter import podshape, translate
 from batkube_py.cluster.embedded import EmbeddedCluster
 from batkube_py.protocol.models import Resource
 from batkube_py.scheduler.backoffq import QueueConfig

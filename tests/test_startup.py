@@ -4,10 +4,11 @@ import pytest
 from batsim_messages import begins, completed, decided, host, message, reply_events, submitted
 from shared_support import shared
 
+from batkube_py.adapter.decision import DecisionProcess
+from batkube_py.adapter.startup import LatencySpecError, parse_latency
 from batkube_py.cluster.embedded import EmbeddedCluster
-from batkube_py.decision import DecisionProcess
-from batkube_py.run import RunConfig, RunError, run
-from batkube_py.startup import LatencySpecError, parse_latency
+from batkube_py.runs import RunError
+from batkube_py.runs.run import RunConfig, run
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from batkube_py.cli import main as batkube
-from batkube_py.platforms import cluster_platform
+from batkube_py.cli.app import main as batkube
+from batkube_py.inputs.platforms import cluster_platform
 from swf_tools.cli import main
 from swf_tools.convert import ConvertOptions, convert
 from swf_tools.errors import ConversionError

@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 from shared_support import need
 
-from batkube_py.cli import main
-from batkube_py.transcript import TranscriptError, TranscriptWriter, load, replay, where
+from batkube_py.cli.app import main
+from batkube_py.runs.transcript import TranscriptError, TranscriptWriter, load, replay, where
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"

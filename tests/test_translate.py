@@ -1,4 +1,4 @@
-from batkube_py import podshape, translate
+from batkube_py.adapter import podshape, translate
 from batkube_py.protocol.models import Resource
 
 

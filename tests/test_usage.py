@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from batkube_py.usage import AdapterUsage, ChildUsage, vm_hwm_mib
+from batkube_py.runs.usage import AdapterUsage, ChildUsage, vm_hwm_mib
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux's /proc")
 
@@ -76,7 +76,7 @@ def test_batkube_run_in_a_shell_that_ran_a_heavy_command_first(tmp_path: Path) -
     CPU and memory must not be reported as Batsim's, nor its memory as the adapter's."""
     heavy = BURN.format(s=1.5) + HOLD.format(mib=400)
     run = (
-        f"{sys.executable} -m batkube_py.cli run -p {ROOT}/platforms/cluster_16x1core.xml "
+        f"{sys.executable} -m batkube_py.cli.app run -p {ROOT}/platforms/cluster_16x1core.xml "
         f"-w {ROOT}/workloads/spaced_200_delay170.json -o {tmp_path}/run --batsim double --no-progress"
     )
     script = f"{sys.executable} -c {_quote(heavy)} && exec {run}"

@@ -119,6 +119,7 @@ def plot_job_gantt(
     verts = _rects(lanes["start"].to_numpy(), lanes["end"].to_numpy(), y0, height)
     color = lanes["job"].to_numpy()
     add_rects(ax, verts, color, "tab20", 20, alpha=0.85, edges=len(lanes) <= 300)
+    _join_hosts(ax, lanes, y0, height)
     t0 = float(jobs["submission_time"].min()) if len(jobs) else 0.0
     t1 = float(lanes["end"].max()) if len(lanes) else t0 + 1.0
     ax.set_xlim(t0, t1 if t1 > t0 else t0 + 1.0)
@@ -136,14 +137,32 @@ def plot_job_gantt(
     ax.grid(True, axis="x")
 
 
+def _join_hosts(ax: Axes, lanes: pd.DataFrame, y0: np.ndarray, height: np.ndarray) -> None:
+    """A multi-host job (a gang) is one job: a line at its start joins its hosts' rectangles, so a
+    reader does not take them for several jobs of the same colour."""
+    multi = lanes["job"].duplicated(keep=False).to_numpy()
+    if not multi.any() or len(lanes) > 20 * LARGE:
+        return
+    spans = pd.DataFrame({"job": lanes["job"].to_numpy()[multi], "start": lanes["start"].to_numpy()[multi],
+                          "lo": y0[multi], "hi": (y0 + height)[multi]}).groupby("job")  # fmt: skip
+    lo, hi, start = spans["lo"].min(), spans["hi"].max(), spans["start"].first()
+    palette = matplotlib.colormaps["tab20"](np.arange(20))
+    ax.vlines(start.to_numpy(), lo.to_numpy(), hi.to_numpy(), colors=palette[start.index.to_numpy() % 20],
+              linewidths=2.0, gid="gang-hosts")  # fmt: skip
+
+
 def _label_jobs(ax: Axes, jobs: pd.DataFrame, lanes: pd.DataFrame, y0, height, span: float) -> None:
-    """Job ids inside their rectangles, only where the text fits (no overlapping labels)."""
+    """Job ids inside their rectangles, only where the text fits (no overlapping labels); a job on
+    several hosts is labelled once."""
     if not len(lanes) or len(lanes) > 400 or span <= 0:
         return
+    first = ~pd.Series(lanes["job"].to_numpy()).duplicated().to_numpy()
     width_px = ax.figure.get_figwidth() * ax.figure.dpi * ax.get_position().width
     row_px = ax.figure.get_figheight() * ax.figure.dpi * ax.get_position().height / ax.get_ylim()[1]
     short = jobs["job_id"].str.rpartition("!")[2]
     for k, (job, start, end) in enumerate(lanes[["job", "start", "end"]].itertuples(index=False)):
+        if not first[k]:
+            continue
         text = short.at[job]
         fits_x = (end - start) / span * width_px >= 7 * len(text) + 4
         if fits_x and height[k] * row_px >= 9:

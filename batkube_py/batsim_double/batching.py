@@ -2,7 +2,7 @@
 
 Real Batsim groups and orders the events of one instant as SimGrid's actor order dictates; another
 platform, workload or actor order groups the same events otherwise. The adapter's decisions must not
-depend on it (batkube_py/instant.py), and a RandomBatching lets a test check that, within what Batsim
+depend on it (batkube_py/adapter/instant.py), and a RandomBatching lets a test check that, within what Batsim
 may do. The unit is what one server handler appended (the events of one internal message: a batch of
 same-time submissions, a kill's completions): Batsim never cuts or reorders inside it. The server
 - splits: keeps back the last units stamped with the current time for its next message (as if their

@@ -21,9 +21,10 @@ from batkube_py import quantities
 from batkube_py.cluster import apicalls, base, expedite, fit
 from batkube_py.cluster.apicalls import ApiCalls
 from batkube_py.cluster.base import BackendError, Binding, Unschedulable
+from batkube_py.cluster.schedmetrics import MetricsSource
+from batkube_py.cluster.sync import SchedulerUnresponsive, SettlePolicy, SyncOptions, TimeoutPolicy
 from batkube_py.controlplane.podwatch import PodWatch
 from batkube_py.scheduler.snapshot import InvariantViolation, NodeTable
-from batkube_py.sync import MetricsSource, SchedulerUnresponsive, SettlePolicy, SyncOptions, TimeoutPolicy
 
 log = logging.getLogger(__name__)
 

@@ -29,13 +29,13 @@ from kubernetes import client
 from batkube_py.cluster.apiserver import ApiServerCluster
 from batkube_py.cluster.base import BackendError, Binding, Unschedulable
 from batkube_py.cluster.embedded import EmbeddedCluster, Outcome
-from batkube_py.parity import Parity
+from batkube_py.cluster.parity import Parity
+from batkube_py.cluster.sync import SchedulerUnresponsive, SyncOptions
 from batkube_py.scheduler.framework import Decision, Profile
 from batkube_py.scheduler.plugins.noderesources import fits
 from batkube_py.scheduler.podinfo import PodInfo
 from batkube_py.scheduler.queue import QueueConfig
 from batkube_py.scheduler.snapshot import InvariantViolation
-from batkube_py.sync import SchedulerUnresponsive, SyncOptions
 
 log = logging.getLogger(__name__)
 

@@ -31,14 +31,14 @@ from kubernetes import client
 from batkube_py.cluster.apiserver import ApiServerCluster
 from batkube_py.cluster.base import BackendError, Binding, Unschedulable
 from batkube_py.cluster.embedded import EmbeddedCluster, Outcome
+from batkube_py.cluster.parity import Parity
 from batkube_py.cluster.realgroups import RealGroups
+from batkube_py.cluster.sync import SyncOptions
 from batkube_py.controlplane.clock import ClockError, SchedulerClock
-from batkube_py.parity import Parity
 from batkube_py.scheduler.framework import Decision, Profile
 from batkube_py.scheduler.podinfo import PodInfo
 from batkube_py.scheduler.queue import QueueConfig
 from batkube_py.scheduler.snapshot import InvariantViolation
-from batkube_py.sync import SyncOptions
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +63,7 @@ class QueueCluster(ApiServerCluster):
         self.clock = SchedulerClock(clock_address, uuid.uuid4().hex[:12], timeout=sync.crash_timeout)
         self.shadow = EmbeddedCluster(copy.deepcopy(nodes), profiles=profiles, queue_config=queue_config,
                                       attempts=self)  # fmt: skip
+        self.shadow.queue.shortcut = []
         self.parity = parity or Parity(None)
         self._step: float | None = None  # simulated time of the step begun
         self._want: dict[str, int] = {}  # handler runs the adapter's writes must cause, by event label
@@ -204,9 +205,8 @@ class QueueCluster(ApiServerCluster):
         popped = st.get("popped") or []
         self._real = {"popped": popped, "bound": real_bound, "last": {q: i for i, q in enumerate(popped)}}
         self._tried = set()
-        self.shadow.queue.doomed = []
         self.shadow.schedule(now)
-        self._judge_doomed(now)
+        self._shortcut(now)
         self._mirror_untried(now)
         out = []
         for pod, node in real_bound.items():
@@ -291,19 +291,25 @@ class QueueCluster(ApiServerCluster):
             moved = True
         return moved
 
-    def _judge_doomed(self, now: float) -> None:
-        """Pods the twin's queue retried and failed in place (they fit no node): the real queue must
-        have tried and failed them too; one it bound is left to _mirror_untried (a row)."""
+    def _shortcut(self, now: float) -> None:
+        """Pods the twin's queue retried without a cycle (they fit no node, queue.py): tried at this time
+        as the ones it popped, their failure certain; the real scheduler must have tried and failed them."""
         names = self.shadow.nodes.names
-        for name in self.shadow.queue.doomed or ():
-            if name in self._real["bound"] or name not in self.shadow.pods:
+        for name in self.shadow.queue.shortcut or ():
+            pod = self.shadow.pods.get(name)
+            if pod is None or name in self._tried:
                 continue
             self._tried.add(name)
-            if name in self._real["popped"]:
+            if (node := self._real["bound"].get(name)) is not None:
+                self.parity.bindings += 1
+                self.parity.mismatch(now, pod, "the twin's queue found it fits no node", node)
+                self.shadow.bind(name, self.shadow.nodes.index[node], now)
+            elif name in self._real["popped"]:
                 self.parity.failures += 1
             else:
-                self.parity.timing(now, self.shadow.pods[name], "the twin's queue tried it, kube-scheduler's "
-                                   "did not", names, None)  # fmt: skip
+                why = "the twin's queue tried it, kube-scheduler's did not"
+                self.parity.timing(now, pod, why, names, None)
+        self.shadow.queue.shortcut = []
 
     def _mirror_untried(self, now: float) -> None:
         """Real bindings of pods the twin's queue did not pop now: a timing mismatch, mirrored anyway."""

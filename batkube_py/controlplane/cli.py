@@ -10,10 +10,10 @@ from typing import Any
 
 import click
 
+from batkube_py.cluster.sync import SyncOptions
 from batkube_py.controlplane import build
 from batkube_py.controlplane.manager import ControlPlane, ControlPlaneError, dumps_status
 from batkube_py.controlplane.session import ApiServerConfig
-from batkube_py.sync import SyncOptions
 
 _dir = click.option(
     "--dir",

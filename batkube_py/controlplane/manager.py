@@ -28,10 +28,11 @@ from batkube_py.controlplane import build, pki
 DEFAULT_SCHEDULER_CONFIG = {
     "apiVersion": "kubescheduler.config.k8s.io/v1",
     "kind": "KubeSchedulerConfiguration",
-    # Backoff runs on the wall clock; 1 s (the minimum the API accepts) keeps a step's wait short.
-    "podInitialBackoffSeconds": 1,
-    "podMaxBackoffSeconds": 1,
 }
+# A kube-scheduler without batkube's clock backs off on the wall clock: 1 s (the minimum the API
+# accepts) keeps a step's wait short. With the clock (--sync queue) backoff is simulated time and decides
+# when pods are retried, so upstream's defaults (1 s doubling to 10 s) stay.
+WALL_CLOCK_BACKOFF = {"podInitialBackoffSeconds": 1, "podMaxBackoffSeconds": 1}
 _ORDER = ("kube-scheduler", "kube-apiserver", "etcd")
 # Pod groups (docs/gangs.md): the PodGroup API, the pod's schedulingGroup and the scheduler's group
 # cycle are behind GenericWorkload (beta, off in 1.37), topology constraints behind
@@ -251,7 +252,8 @@ class ControlPlane:
 
     def write_scheduler_config(self, st: State, user_config: Path | None) -> None:
         """The user's KubeSchedulerConfiguration, pointed at this cluster and without leader election."""
-        doc = dict(DEFAULT_SCHEDULER_CONFIG)
+        bins = getattr(self, "_bins", None)
+        doc = {**DEFAULT_SCHEDULER_CONFIG, **({} if bins is not None and bins.clock else WALL_CLOCK_BACKOFF)}
         if user_config is not None:
             try:
                 doc = safeyaml.load_file(user_config)

@@ -17,10 +17,10 @@ from kubernetes import client, config
 from pydantic import BaseModel
 
 from batkube_py import safeyaml
+from batkube_py.adapter.decision import BackendFactory
+from batkube_py.adapter.translate import DEFAULT_SCHEDULER
+from batkube_py.cluster.sync import SyncOptions
 from batkube_py.controlplane.manager import ControlPlane, ControlPlaneError
-from batkube_py.decision import BackendFactory
-from batkube_py.sync import SyncOptions
-from batkube_py.translate import DEFAULT_SCHEDULER
 
 if TYPE_CHECKING:
     from batkube_py.cluster.apiserver import ApiServerCluster
@@ -114,7 +114,7 @@ def apiserver_session(cfg: ApiServerConfig, run_dir: Path | None = None) -> Iter
     def factory(nodes: list[client.V1Node]) -> ApiServerCluster:
         cluster: ApiServerCluster
         if paced is not None:
-            from batkube_py.parity import Parity
+            from batkube_py.cluster.parity import Parity
 
             profiles, queue = paced
             parity = Parity(run_dir / "parity.csv" if run_dir is not None else None)
@@ -145,9 +145,10 @@ def apiserver_session(cfg: ApiServerConfig, run_dir: Path | None = None) -> Iter
 
 def paced_parts(cfg: ApiServerConfig, real_config: Path | None, names: set[str], kube_names: set[str],
                 sync: SyncOptions):  # fmt: skip
-    """The twin that paces the real scheduler: the real scheduler's profiles (the configuration it
-    runs), and the queue's backoff as the user configured it (upstream's defaults without
-    --scheduler-config): the real scheduler's own backoff settings only shorten its wall-clock waits."""
+    """The twin that paces (or, under --sync queue, checks) the real scheduler: the real scheduler's
+    profiles (the configuration it runs), and the queue's backoff as the user configured it (upstream's
+    defaults without --scheduler-config) under paced, where the real scheduler's own backoff settings
+    only shorten its wall-clock waits; as the real scheduler runs it under queue."""
     from batkube_py.scheduler.config import ConfigError, build_profiles, default_config, load_config
     from batkube_py.scheduler.queue import QueueConfig
 
@@ -171,7 +172,15 @@ def paced_parts(cfg: ApiServerConfig, real_config: Path | None, names: set[str],
         user = load_config(cfg.scheduler_config, v) if cfg.scheduler_config is not None else default_config(v)
     except ConfigError as exc:
         raise ControlPlaneError(f"--scheduler-config: {exc}") from None
-    queue = QueueConfig(pod_initial_backoff=user.pod_initial_backoff, pod_max_backoff=user.pod_max_backoff,
+    # under --sync queue the real scheduler backs off on the simulated clock: its own settings are the
+    # run's (upstream's defaults in the control plane batkube starts, docs/sync.md)
+    b = real if sync.policy == "queue" else user
+    if (b.pod_initial_backoff, b.pod_max_backoff) != (user.pod_initial_backoff, user.pod_max_backoff):
+        log.warning("kube-scheduler runs podInitialBackoffSeconds %g / podMaxBackoffSeconds %g, not the "
+                    "%g / %g asked for: its queue (and the twin checking it) backs off as it runs",
+                    b.pod_initial_backoff, b.pod_max_backoff, user.pod_initial_backoff,
+                    user.pod_max_backoff)  # fmt: skip
+    queue = QueueConfig(pod_initial_backoff=b.pod_initial_backoff, pod_max_backoff=b.pod_max_backoff,
                         kube_version=v)  # fmt: skip
     return build_profiles(real, 0), queue
 

@@ -117,7 +117,7 @@ def run_cmd(
     from batkube_py.experiments.executors import ExecutorUnavailable
     from batkube_py.experiments.runner import ExperimentError, Options, run_experiment
     from batkube_py.experiments.spec import SpecError
-    from batkube_py.run import exit_on_sigterm
+    from batkube_py.runs.batsim import exit_on_sigterm
 
     exit_on_sigterm()  # the run in progress is stopped with the runner (worker.py), not left behind
     path = _locate(file)

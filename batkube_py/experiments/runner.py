@@ -57,7 +57,8 @@ def _need_controlplane(tasks: list[Task]) -> None:
 
 def _need_batsim(batsim: str | None) -> None:
     """Before anything is planned or re-run: a campaign without a simulator would only fail its runs."""
-    from batkube_py.run import RunError, find_batsim
+    from batkube_py.runs import RunError
+    from batkube_py.runs.batsim import find_batsim
 
     try:
         find_batsim(batsim)

@@ -6,7 +6,7 @@ surfacing as a failed run an hour later.
 
 Strings may use ``${name}`` variables (``vars:`` in the file, overridable with ``--var name=value``; the
 built-in ``${data_dir}``) and ``${data:NAME}``, a public input fetched by name and verified
-(batkube_py.datasets);
+(batkube_py.inputs.datasets);
 relative paths are resolved against the experiment file's directory, so a file works from any cwd.
 """
 
@@ -26,8 +26,9 @@ from pydantic import (
     model_validator,
 )
 
-from batkube_py import datasets, safeyaml
+from batkube_py import safeyaml
 from batkube_py.experiments import thesis
+from batkube_py.inputs import datasets
 
 SWEEPABLE = (
     "timeout_value",

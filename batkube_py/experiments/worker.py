@@ -2,7 +2,7 @@
 
 The run is a `batkube run` child process rather than a function call: each run gets a fresh interpreter
 (logging handlers, ZeroMQ context, control-plane session). Its CPU and memory figures are the ones the
-run measured itself (summary.json: the adapter's own, Batsim's own; see :mod:`batkube_py.usage`), not
+run measured itself (summary.json: the adapter's own, Batsim's own; see :mod:`batkube_py.runs.usage`), not
 wait4's on the child: Linux hands a child the peak RSS of the process that started it, so every run
 started from this pool reported the pool worker's ~138 MiB.
 """
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from batkube_py.experiments.plan import Task
-from batkube_py.run import stop_process
+from batkube_py.runs.batsim import stop_process
 
 RESULT = "result.json"
 USAGE_KEYS = ("adapter_cpu_seconds", "adapter_peak_rss_mib", "batsim_cpu_seconds", "batsim_peak_rss_mib")

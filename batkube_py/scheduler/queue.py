@@ -66,10 +66,15 @@ class SchedulingQueue:
         # event → the highest priority it may move (getLEPriorityPreCheck); absent: any priority
         self._caps: dict[str, int] = {}
         self._seq = 0
-        self._refailed: list[tuple[tuple[float, int], PodInfo | int]] = []
-        # pods a move failed in place (they fit no node: their retry could only fail), kept only for a
-        # caller that compares this queue's attempts with another scheduler's (cluster/queued.py)
-        self.doomed: list[str] | None = None
+        # the pods that failed at this instant, by the order they were tried (their failure timestamps'
+        # order on a moving clock): a popped pod's place is its pop; a pod failed without a cycle
+        # (doomed) waits in _unpopped, by activeQ order, for the pop it would have come before
+        self._refailed: list[tuple[int, PodInfo | int]] = []
+        self._unpopped: list[tuple[tuple[int, float, int], int]] = []
+        self._tries = 0
+        self._tried_at: dict[str, int] = {}
+        # when a list: the names of the pods failed without a cycle (a shadow judging another queue)
+        self.shortcut: list[str] | None = None
         self._flush_checked_at = -1.0
 
     def __len__(self) -> int:
@@ -118,7 +123,7 @@ class SchedulingQueue:
         else:
             pod.errors += 1
         pod.backoff_until = self.config.retry_at(backoff_count(pod.attempts, pod.errors), now)
-        self._refailed.append(((pod.timestamp, pod.seq), pod))
+        self._refailed.append((self._tried_at.pop(pod.name, None) or self._try(), pod))
         pod.timestamp = now
         bits = self.bits(pod.rejected_by)
         if bits == 0:  # no plugin to wait for: upstream sends it straight to backoffQ (1.37: error heap)
@@ -145,12 +150,28 @@ class SchedulingQueue:
         if self._events or self._flush_due(now):
             self._move(now, nodes)
             self._flush_backoff(now)
+        # doomed pods sat in activeQ: tried before anything that sorts after them or comes from backoffQ
         if self._active:
-            return heapq.heappop(self._active)[1]
-        return self._backoff.pop_early()
+            pod = heapq.heappop(self._active)[1]
+            head = pod.sort_key
+        else:
+            pod, head = self._backoff.pop_early(), None
+        while self._unpopped and (head is None or self._unpopped[0][0] < head):
+            self._refailed.append((self._try(), heapq.heappop(self._unpopped)[1]))
+        if pod is not None:
+            self._tried_at[pod.name] = self._try()
+        return pod
+
+    def _try(self) -> int:
+        self._tries += 1
+        return self._tries
 
     def end_cycle(self) -> None:
-        """Give the pods failed at this instant their new sequence numbers, in the order they were tried."""
+        """Give the pods failed at this instant their new sequence numbers, in the order they were tried
+        (on upstream's clock, the order of their failure timestamps)."""
+        while self._unpopped:
+            self._refailed.append((self._try(), heapq.heappop(self._unpopped)[1]))
+        self._tried_at.clear()
         if not self._refailed:
             return
         self._refailed.sort(key=lambda item: item[0])
@@ -248,11 +269,12 @@ class SchedulingQueue:
             self._backoff.push(self._parked.take(int(i)))
         for i in np.flatnonzero(retry & ~doomed):
             self.add(self._parked.take(int(i)))
+        if self.shortcut is not None:
+            self.shortcut.extend(self._parked.pods[int(i)].name for i in np.flatnonzero(doomed))
         for i in np.flatnonzero(doomed):
-            self._refailed.append(((float(c["ts"][i]), int(c["seq"][i])), int(i)))
+            key = (int(c["prio"][i]), float(c["ts"][i]), int(c["seq"][i]))
+            heapq.heappush(self._unpopped, (key, int(i)))
         if doomed.any():
-            if self.doomed is not None:
-                self.doomed.extend(self._parked.pods[int(i)].name for i in np.flatnonzero(doomed))
             c["attempts"][doomed] += 1
             c["until"][doomed] = self.config.retry_at_many(c["attempts"][doomed], now)
             c["ts"][doomed] = now

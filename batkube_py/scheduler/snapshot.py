@@ -11,7 +11,8 @@ from operator import attrgetter
 import numpy as np
 from kubernetes import client
 
-from batkube_py import quantities, translate
+from batkube_py import quantities
+from batkube_py.adapter import translate
 from batkube_py.scheduler.podindex import PodIndex
 from batkube_py.scheduler.podinfo import PodInfo
 

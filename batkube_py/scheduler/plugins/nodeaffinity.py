@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from kubernetes import client
 
-from batkube_py import podshape
+from batkube_py.adapter import podshape
 from batkube_py.scheduler.framework import NODE_ADD, NODE_LABEL, PASS, SKIP, CycleState, FilterResult, Plugin
 from batkube_py.scheduler.pluginargs import NodeAffinityArgs
 from batkube_py.scheduler.plugins.helpers import (

@@ -15,21 +15,16 @@ gc.disable()
 try:
     import click
 
-    from batkube_py import __version__, commworkload, platforms, rundir, workloads
-    from batkube_py.cliparams import MAX_JOBS, MAX_NODES, SECONDS, Finite, guard_options
-    from batkube_py.cliutil import CONTEXT, Quantity, fixed, out_option, short_help_everywhere
+    from batkube_py import __version__
+    from batkube_py.cli.params import MAX_JOBS, MAX_NODES, SECONDS, Finite, guard_options
+    from batkube_py.cli.util import CONTEXT, Quantity, fixed, out_option, short_help_everywhere
     from batkube_py.controlplane.cli import apiserver_config, backend_options, controlplane
-    from batkube_py.endpoint import FREE_LOOPBACK
     from batkube_py.experiments.commands import experiment
-    from batkube_py.run import (
-        RunConfig,
-        RunError,
-        exit_on_sigterm,
-        interrupt_on_sigterm,
-        preflight,
-        run,
-        serve,
-    )
+    from batkube_py.inputs import commworkload, platforms, workloads
+    from batkube_py.runs import RunError, rundir
+    from batkube_py.runs.batsim import exit_on_sigterm, interrupt_on_sigterm
+    from batkube_py.runs.endpoint import FREE_LOOPBACK
+    from batkube_py.runs.run import RunConfig, preflight, run, serve
 finally:
     gc.enable()
 
@@ -45,8 +40,8 @@ class _LazyGroup(click.Group):
         "analyze": "batkube_py.analysis.commands:analyze",
         "compare": "batkube_py.analysis.commands:compare",
         "explain": "batkube_py.analysis.explain_view:explain",
-        "replay": "batkube_py.transcript:replay_cmd",
-        "parity": "batkube_py.paritycmd:parity_cmd",
+        "replay": "batkube_py.runs.transcript:replay_cmd",
+        "parity": "batkube_py.cli.parity:parity_cmd",
     }
 
     def list_commands(self, ctx: click.Context) -> list[str]:

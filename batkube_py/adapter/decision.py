@@ -8,7 +8,6 @@ is left, so Batsim ends normally, writes its outputs, and the run exits non-zero
 
 from __future__ import annotations
 
-import heapq
 import logging
 import math
 import weakref
@@ -17,19 +16,20 @@ from typing import Any
 
 from kubernetes import client
 
-from batkube_py import admission, gangjobs, podshape, translate
+from batkube_py.adapter import admission, gangjobs, podshape, translate
+from batkube_py.adapter.disruption import Disruptions
+from batkube_py.adapter.hosts import Hosts
+from batkube_py.adapter.instant import ADD, DELETE, NODES, Cycles
+from batkube_py.adapter.norequest import NoRequest
+from batkube_py.adapter.outputs import PodRecord, RunOutputs
+from batkube_py.adapter.outputs import summary as outputs_summary
+from batkube_py.adapter.starts import Starts
+from batkube_py.adapter.startup import StartupLatency
 from batkube_py.cluster.base import Backend, BackendError
-from batkube_py.disruption import Disruptions
-from batkube_py.hosts import Hosts
-from batkube_py.instant import ADD, DELETE, NODES, Cycles
-from batkube_py.norequest import NoRequest
-from batkube_py.outputs import PodRecord, RunOutputs
-from batkube_py.outputs import summary as outputs_summary
 from batkube_py.protocol import models as m
 from batkube_py.protocol.codec import ProtocolError, decode_message
 from batkube_py.protocol.reply import TIME_RESOLUTION, Reply
 from batkube_py.scheduler.snapshot import InvariantViolation
-from batkube_py.startup import StartupLatency
 
 log = logging.getLogger(__name__)
 
@@ -48,10 +48,6 @@ class DecisionProcess:
     ):
         self._factory = backend_factory
         self.no_request = no_request or NoRequest()
-        self.startup = startup
-        self._starting: list[
-            tuple[float, int, str]
-        ] = []  # (start time, order, job id) under the latency model
         self.outputs = outputs
         self.backend: Backend | None = None
         self.now = 0.0
@@ -69,6 +65,7 @@ class DecisionProcess:
         self._jobs: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}  # active job → (job, profile)
         self.disruptions = Disruptions()
         self.gangs = gangjobs.Gangs()
+        self.starts = Starts(startup, self.hosts, self.gangs)
         self.over_allocations = 0
         self.jobs_done = 0
         self.unknown_events = 0
@@ -112,8 +109,8 @@ class DecisionProcess:
         if self.fatal is not None:
             self._drain(reply)
         else:
-            self._start_due(reply)
-        wakes = [self.cycles.due(), self._starting[0][0] if self._starting else None]
+            self.starts.run_due(self.now, self.records, reply)
+        wakes = [self.cycles.due(), self.starts.next_due()]
         wakes = [w for w in wakes if w is not None]
         if wakes and self.fatal is None:
             want = min(wakes)
@@ -254,13 +251,13 @@ class DecisionProcess:
         self.ended = True
         self._flush_unfinished()
 
-    def _on_requested_call(self, data: m.RequestedCall, ts: float, reply: Reply) -> None:
-        pass
-
     def _on_resource_state_changed(self, data: Any, ts: float, reply: Reply) -> None:
         log.debug("resource state changed: %s", data)
 
     _on_query = _on_answer = _on_from_job_msg = _on_resource_state_changed
+
+    def _on_requested_call(self, data: m.RequestedCall, ts: float, reply: Reply) -> None:
+        """The wake-up itself: the cycles it was asked for run in handle_message."""
 
     # ---- decisions ------------------------------------------------------------------------------
 
@@ -296,14 +293,7 @@ class DecisionProcess:
             else:
                 record.node = b.node
                 record.resource_id = self.hosts.host_of[b.node]
-            record.bind_time = self.now
-            if self.startup is None:
-                self._execute(record, reply)
-            else:  # the node is held from the binding on; the container starts after the latency
-                record.state = "Starting"
-                heapq.heappush(
-                    self._starting, (self.now + self.startup.sample(), len(self._starting), record.job_id)
-                )
+            self.starts.bound(record, self.now, reply)
         for ev in self.backend.take_evictions():
             record = self.records[self._job_of_pod[ev.pod]]
             if record.state in ("Running", "Starting"):  # a group's other pods may follow its first
@@ -318,21 +308,6 @@ class DecisionProcess:
                     job_id, "requests", "-", f"a pod that fits the cluster ({gone.reason})"
                 )
                 self._reject(self.records[job_id], reply, why)
-
-    def _execute(self, record: PodRecord, reply: Reply) -> None:
-        record.start_time = self.now
-        record.state = "Running"
-        if record.group:
-            gang = self.gangs.by_job[record.job_id]
-            reply.execute(record.job_id, gang.alloc, record.group_size, gang.alloc_text, gang.mapping)
-            return
-        reply.execute(record.job_id, self.hosts.alloc[record.node], 1, self.hosts.alloc_text[record.node])
-
-    def _start_due(self, reply: Reply) -> None:
-        while self._starting and self._starting[0][0] <= self.now:
-            record = self.records[heapq.heappop(self._starting)[2]]
-            if record.state == "Starting":
-                self._execute(record, reply)
 
     def _drain(self, reply: Reply) -> None:
         """After a fatal error: kill what runs, reject what waits, so Batsim can end and write outputs."""
@@ -427,9 +402,7 @@ class DecisionProcess:
             **self.no_request.summary(),
             **outputs_summary(self.records.values()),
             "over_allocations": self.over_allocations,
-            "jobs_preempted": self.disruptions.preempted,
-            "jobs_node_failures": self.disruptions.node_failures,
-            "jobs_resubmitted": self.disruptions.resubmitted,
+            **self.disruptions.summary(),
             "unknown_events": self.unknown_events,
             "error": self.fatal,
             **(self.backend.report() if self.backend is not None else {}),

@@ -21,7 +21,8 @@ from typing import Literal
 
 from kubernetes import client
 
-from batkube_py import podshape, quantities
+from batkube_py import quantities
+from batkube_py.adapter import podshape
 
 log = logging.getLogger(__name__)
 

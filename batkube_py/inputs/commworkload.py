@@ -55,7 +55,7 @@ def alone_on(platform, hosts: list, cpu: float, com: float) -> float:
 def _one_rack(nodes: int, cores: int) -> str:
     import tempfile
 
-    from batkube_py.platforms import rack_platform
+    from batkube_py.inputs.platforms import rack_platform
 
     with tempfile.NamedTemporaryFile("w", suffix=".xml", delete=False) as f:
         f.write(rack_platform(1, nodes, str(cores)))

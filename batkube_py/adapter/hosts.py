@@ -5,7 +5,7 @@ from __future__ import annotations
 from kubernetes import client
 from procset import ProcSet
 
-from batkube_py import translate
+from batkube_py.adapter import translate
 from batkube_py.protocol.models import Resource
 
 

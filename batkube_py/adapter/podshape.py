@@ -13,8 +13,9 @@ from typing import Any
 import orjson
 from kubernetes import client
 
-from batkube_py import podcheck, quantities
-from batkube_py.translate import (
+from batkube_py import quantities
+from batkube_py.adapter import podcheck
+from batkube_py.adapter.translate import (
     DEFAULT_SCHEDULER,
     JOB_ID_ANNOTATION,
     NAMESPACE,

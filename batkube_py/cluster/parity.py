@@ -93,6 +93,9 @@ class Parity:
         """The real group cycle and the twin's disagree on a pod group as a whole (--sync queue)."""
         self._add(now, pod, kind, real, [twin] if twin else [])
 
+    def mismatch(self, now: float, pod: PodInfo, kind: str, real: str = "") -> None:
+        self._add(now, pod, kind, real, [])
+
     def skipped(self, pod: PodInfo, twin: Decision, names: list[str], now: float) -> None:
         """A retry skipped because the pod fits no node's free room: the twin must agree."""
         self.skipped_attempts += 1

@@ -136,7 +136,7 @@ def _node_props(cores: str, memory: str | None, pods: int | None, labels: dict[s
     if pods is not None:
         props["pods"] = str(pods)
     if taints:
-        from batkube_py.translate import parse_taints  # the adapter's own reading of the property
+        from batkube_py.adapter.translate import parse_taints  # the adapter's own reading of the property
 
         parse_taints(taints, "--taints")
         props["taints"] = taints

@@ -14,10 +14,10 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from batkube_py.cliutil import fixed
+from batkube_py.cli.util import fixed
+from batkube_py.cluster.sync import SyncOptions
 from batkube_py.controlplane.session import ApiServerConfig
-from batkube_py.run import RunConfig
-from batkube_py.sync import SyncOptions
+from batkube_py.runs.run import RunConfig
 
 _file = click.Path(exists=True, dir_okay=False, path_type=Path)
 
@@ -48,7 +48,7 @@ def parity_cmd(platform, workload, out, scheduler_config, controlplane_dir, seed
                kube_version) -> None:  # fmt: skip
     """Run WORKLOAD on PLATFORM with the real kube-scheduler and check each of its decisions against
     the embedded twin on the same cluster state."""
-    from batkube_py.cli import run_claimed
+    from batkube_py.cli.app import run_claimed
 
     cfg = RunConfig(platform=platform, workload=workload, out=out, seed=seed, batsim=batsim,
                     progress=sys.stderr.isatty(), scheduler_config=scheduler_config)  # fmt: skip

@@ -26,7 +26,7 @@ from pathlib import Path
 import zmq
 from zmq.utils.monitor import parse_monitor_message
 
-from batkube_py.decision import DecisionProcess
+from batkube_py.adapter.decision import DecisionProcess
 from batkube_py.protocol.codec import ProtocolError, decode_message
 
 log = logging.getLogger(__name__)

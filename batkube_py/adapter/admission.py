@@ -11,11 +11,11 @@ import weakref
 
 from kubernetes import client
 
-from batkube_py import podshape, translate
+from batkube_py.adapter import podshape, translate
+from batkube_py.adapter.norequest import NoRequest
+from batkube_py.adapter.outputs import PodRecord
 from batkube_py.cluster import fit
 from batkube_py.cluster.base import Backend
-from batkube_py.norequest import NoRequest
-from batkube_py.outputs import PodRecord
 
 
 def shape_for(

@@ -21,7 +21,7 @@ from typing import Any
 from kubernetes import client
 from procset import ProcSet
 
-from batkube_py import podcheck, podshape, translate
+from batkube_py.adapter import podcheck, podshape, translate
 
 GROUP_LABEL = "batkube.io/pod-group"
 EXECUTOR_ANNOTATION = "batkube.io/executor"

@@ -17,7 +17,8 @@ from typing import Any
 
 from kubernetes import client
 
-from batkube_py import quantities, translate
+from batkube_py import quantities
+from batkube_py.adapter import translate
 
 
 @dataclass

@@ -19,7 +19,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from batkube_py.outputs import PodRecord
+from batkube_py.adapter.outputs import PodRecord
 from batkube_py.protocol import models as m
 from batkube_py.protocol.reply import Reply
 
@@ -37,6 +37,13 @@ class Disruptions:
     resubmitted: int = 0
     preempted: int = 0
     node_failures: int = 0
+
+    def summary(self) -> dict[str, int]:
+        return {
+            "jobs_preempted": self.preempted,
+            "jobs_node_failures": self.node_failures,
+            "jobs_resubmitted": self.resubmitted,
+        }
 
     def configure(self, config: dict[str, Any]) -> None:
         self.dynamic_jobs = bool(config.get("dynamic-jobs-enabled"))

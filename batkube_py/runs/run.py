@@ -9,8 +9,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -21,27 +19,26 @@ from typing import Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from batkube_py import __version__, topology
+from batkube_py import __version__
+from batkube_py.adapter.decision import BackendFactory, DecisionProcess
+from batkube_py.adapter.norequest import NoRequest
+from batkube_py.adapter.outputs import RunOutputs
+from batkube_py.adapter.startup import LatencySpecError, StartupLatency, parse_latency
 from batkube_py.cluster.embedded import EmbeddedCluster
-from batkube_py.decision import BackendFactory, DecisionProcess
-from batkube_py.endpoint import Endpoint, EndpointError, PeerGone
-from batkube_py.norequest import NoRequest
-from batkube_py.outputs import RunOutputs
+from batkube_py.inputs import topology
 from batkube_py.protocol.codec import ProtocolError
 from batkube_py.protocol.reply import ReplyRuleError
+from batkube_py.runs import RunError
+from batkube_py.runs.batsim import Terminated, batsim_command, find_batsim, stop_process
+from batkube_py.runs.endpoint import Endpoint, EndpointError, PeerGone
+from batkube_py.runs.transcript import TranscriptWriter
+from batkube_py.runs.usage import AdapterUsage, ChildUsage
 from batkube_py.scheduler.config import ConfigError, build_profiles, default_config, load_config
 from batkube_py.scheduler.queue import QueueConfig
 from batkube_py.scheduler.record import DecisionRecorder
 from batkube_py.scheduler.versions import DEFAULT_KUBE_VERSION, FULL_VERSION, KubeVersion
-from batkube_py.startup import LatencySpecError, StartupLatency, parse_latency
-from batkube_py.transcript import TranscriptWriter
-from batkube_py.usage import AdapterUsage, ChildUsage
 
 log = logging.getLogger(__name__)
-
-
-class RunError(RuntimeError):
-    pass
 
 
 @dataclass
@@ -58,7 +55,7 @@ class RunConfig:
     scheduler_config: Path | None = None
     connect_timeout: float | None = 120.0  # s for Batsim to connect and send SIMULATION_BEGINS
     idle_timeout: float | None = 600.0  # s of Batsim's silence (alive, not waiting for us) before giving up
-    transcript: Path | None = None  # every message and reply, raw (batkube_py.transcript)
+    transcript: Path | None = None  # every message and reply, raw (batkube_py.runs.transcript)
     batsim_log: bool = False  # Batsim's own log of every message (off: Batsim runs with -q)
     no_request: str = "exclusive"  # what a job without a cpu request asks for (norequest.py)
     kube_version: KubeVersion = DEFAULT_KUBE_VERSION  # the kube-scheduler release the embedded twin follows
@@ -107,27 +104,6 @@ def _latency(spec: str | None, seed: int) -> StartupLatency | None:
         raise RunError(str(exc)) from None
 
 
-DOUBLE = "double"  # --batsim double: the packaged Batsim 4.2.1 double (batsim-double)
-
-
-def find_batsim(batsim: str | None) -> list[str]:
-    """The command that starts Batsim: the one given, else `batsim` on PATH, else the packaged double.
-
-    Users without real Batsim (it is not installable from the package registries) still get a run, and
-    are told which simulator produced it."""
-    if batsim == DOUBLE or (batsim is None and shutil.which("batsim") is None):
-        if batsim is None:
-            sys.stderr.write(
-                "batkube: no `batsim` on PATH, simulating with batkube-py's Batsim 4.2.1 double "
-                "(batsim-double; see docs/batsim_double.md)\n"
-            )
-        return [sys.executable, "-m", "batkube_py.batsim_double"]
-    path = shutil.which(batsim or "batsim")
-    if path is None:
-        raise RunError(f"--batsim {batsim!r} is not an executable (or pass --batsim double)")
-    return [str(Path(path).resolve())]
-
-
 def count_jobs(workload: Path) -> int:
     try:
         doc = json.loads(workload.read_bytes().decode("utf-8"))
@@ -146,25 +122,6 @@ def count_jobs(workload: Path) -> int:
     return len(doc["jobs"])
 
 
-_VERBOSITY = ("-q", "--quiet", "-v", "--verbosity")
-
-
-def quiet_flag(cfg: RunConfig) -> list[str]:
-    """`-q` unless the user asked for Batsim's log: real Batsim logging every message of the 10,000-job
-    bench took 109 s instead of 95.6 s (and wrote 14 MB of batsim.stderr)."""
-    given = any(a.split("=", 1)[0] in _VERBOSITY for a in cfg.batsim_args)
-    return [] if cfg.batsim_log or given else ["-q"]
-
-
-def batsim_command(batsim: list[str], cfg: RunConfig, endpoint: str, export: Path) -> list[str]:
-    """How `batkube run` starts Batsim (benchmarks/adapter_overhead.py starts it the same way)."""
-    return [
-        *batsim, "-p", str(cfg.platform.resolve()), "-w", str(cfg.workload.resolve()),
-        "-e", str(export.resolve()), "-s", endpoint, "--enable-compute-sharing",
-        "--enable-dynamic-jobs", "--acknowledge-dynamic-jobs", *quiet_flag(cfg), *cfg.batsim_args,
-    ]  # fmt: skip
-
-
 def open_transcript(path: Path | None) -> TranscriptWriter | None:
     try:
         return TranscriptWriter(path) if path is not None else None
@@ -179,43 +136,6 @@ def setup_logging(out: Path) -> logging.Handler:
     root.setLevel(logging.DEBUG if os.environ.get("BATKUBE_DEBUG") else logging.INFO)
     root.addHandler(handler)
     return handler
-
-
-def stop_process(
-    proc: subprocess.Popen, grace: float = 5.0, group: bool = False, wait: Callable | None = None
-) -> None:
-    """SIGTERM, then SIGKILL after `grace` s; `group` for a child started in a session of its own;
-    `wait` reaps it instead of Popen.wait (ChildUsage.wait keeps the child's resource usage)."""
-    wait = wait or proc.wait
-    if not group and proc.poll() is not None:
-        return  # (a group may outlive its leader)
-    send = (lambda sig: os.killpg(proc.pid, sig)) if group else proc.send_signal
-    try:
-        send(signal.SIGTERM)
-        wait(timeout=grace)
-    except subprocess.TimeoutExpired:
-        send(signal.SIGKILL)
-        wait()
-    except ProcessLookupError:
-        pass
-
-
-def exit_on_sigterm() -> None:
-    """SIGTERM (a job scheduler, an experiment runner) unwinds like Ctrl-C, so that cleanups run: a
-    private control plane is stopped, a run in progress is stopped with its runner."""
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM or SIGHUP during a run: handled like Ctrl-C, so Batsim is stopped and outputs are kept."""
-
-
-def interrupt_on_sigterm() -> None:
-    def handler(signum, _frame):
-        raise Terminated(signal.Signals(signum).name)
-
-    signal.signal(signal.SIGTERM, handler)
-    signal.signal(signal.SIGHUP, handler)
 
 
 def _progress(enabled: bool, total: int) -> tuple[Progress, Callable[[DecisionProcess], None]]:

@@ -1,0 +1,2 @@
+"""The `batkube` command line: thin click glue over runs/, inputs/, analysis/, experiments/ and
+controlplane/."""

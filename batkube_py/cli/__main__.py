@@ -1,0 +1,3 @@
+from batkube_py.cli.app import entry
+
+entry()
