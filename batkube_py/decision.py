@@ -17,7 +17,8 @@ from typing import Any
 
 from kubernetes import client
 
-from batkube_py import admission, gangjobs, podshape, translate
+from batkube_py import admission, gangjobs, podshape, quantities, translate
+from batkube_py.analysis import fragmentation
 from batkube_py.cluster.base import Backend, BackendError
 from batkube_py.disruption import Disruptions
 from batkube_py.hosts import Hosts
@@ -63,6 +64,7 @@ class DecisionProcess:
         self.records: dict[str, PodRecord] = {}
         self._job_of_pod: dict[str, str] = {}
         self.hosts = Hosts()
+        self.node_cpu: dict[str, float] = {}  # node → allocatable cores (fragmentation in summary.json)
         self.host_labels = host_labels or {}  # host name → topology labels (topology.py)
         self._unavailable: set[str] = set()
         self._profiles: dict[str, dict[str, dict[str, Any]]] = {}
@@ -163,6 +165,9 @@ class DecisionProcess:
                 "Batsim runs without --enable-compute-sharing, but pods share nodes; restart it with it"
             )
         nodes, problems = self.hosts.build(data.compute_resources, self.host_labels)
+        self.node_cpu = {
+            n.metadata.name: quantities.milli_cpu(n.status.allocatable["cpu"]) / 1000 for n in nodes
+        }
         for problem in problems:
             self._fail(problem)
         self.no_request.configure(nodes)
@@ -426,6 +431,7 @@ class DecisionProcess:
         return {
             **self.no_request.summary(),
             **outputs_summary(self.records.values()),
+            **fragmentation.from_records(self.records.values(), self.node_cpu),
             "over_allocations": self.over_allocations,
             "jobs_preempted": self.disruptions.preempted,
             "jobs_node_failures": self.disruptions.node_failures,
