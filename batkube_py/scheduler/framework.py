@@ -333,8 +333,8 @@ class Profile:
         state.nominated = nodes.nominated_for(pod) if nodes.nominated else {}
         return None
 
-    def schedule_one(self, pod: PodInfo, nodes: NodeTable, explain: bool = False, cache=None) -> Decision:
-        """One cycle; `explain` also ranks the best nodes (the decision record); `cache`: scorecache.py."""
+    def schedule_one(self, pod: PodInfo, nodes: NodeTable, explain: bool = False) -> Decision:
+        """One cycle; `explain` also ranks the best nodes, which only the decision record needs."""
         state = CycleState()
         if (stop := self.pre_filter(state, pod, nodes)) is not None:
             return Decision(pod, None, 0, {stop[1]: len(nodes)}, frozenset({stop[0]}))
@@ -348,7 +348,7 @@ class Profile:
             return Decision(pod, None, 0, reasons, rejected, processed)
         if idx.size == 1 or not self.scorers:
             return Decision(pod, int(idx[0]), int(idx.size), reasons, rejected, processed)
-        total, per_plugin = self._score(state, pod, nodes, idx, explain, cache)
+        total, per_plugin = self._score(state, pod, nodes, idx, explain)
         first, count = first_max(total)
         pick = ties.pick(total, first, count, self.kube_version, self.rng)
         decision = Decision(pod, int(idx[pick]), int(idx.size), reasons, rejected, processed)
@@ -361,9 +361,7 @@ class Profile:
             }
         return decision
 
-    def _score(
-        self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray, explain: bool, cache=None
-    ):
+    def _score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray, explain: bool):
         """Total weighted score per node of `idx`, and (explain) each plugin's (raw, normalized, weight)."""
         total = None
         per_plugin = {}
@@ -375,8 +373,7 @@ class Profile:
                     total = zeros + const if total is None else total + const
                     per_plugin[plugin.name] = (zeros, zeros + const // weight, weight)
                 continue
-            score = plugin.score if cache is None else cache.scorer(plugin, pod)
-            raw = score(state, pod, nodes, idx)
+            raw = plugin.score(state, pod, nodes, idx)
             normalized = plugin.normalize(state, raw.copy() if explain else raw)
             weighted = normalized * weight if weight != 1 else normalized
             total = weighted if total is None else total + weighted

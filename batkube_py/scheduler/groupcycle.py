@@ -23,7 +23,6 @@ from batkube_py.scheduler.framework import MAX_NODE_SCORE, Decision, Profile
 from batkube_py.scheduler.plugins import gangscheduling as gs
 from batkube_py.scheduler.plugins.noderesources import fits
 from batkube_py.scheduler.podinfo import PodInfo
-from batkube_py.scheduler.scorecache import ScoreCache
 from batkube_py.scheduler.snapshot import NodeTable
 
 
@@ -43,12 +42,11 @@ def default_algorithm(
     placed: list[tuple[PodInfo, int]] = []
     failures: dict[str, Decision] = {}
     nominations: list[tuple[PodInfo, int]] = []
-    cache = ScoreCache(members[0]) if ScoreCache.usable(members) else None
     try:
         for k, pod in enumerate(members):
             if status == gs.UNSCHEDULABLE:
                 break
-            decision = profile.schedule_one(pod, nodes, cache=cache)
+            decision = profile.schedule_one(pod, nodes)
             if decision.node is None:
                 failures[pod.name] = decision
             else:
@@ -57,8 +55,6 @@ def default_algorithm(
                     nodes.nominate(pod, None)
                 nodes.assume(decision.node, pod)
                 placed.append((pod, decision.node))
-                if cache is not None:
-                    cache.changed(decision.node)
             status = gs.placement_feasible(bound + len(placed), len(members) - k - 1, min_count)
     finally:
         for pod, i in reversed(placed):
