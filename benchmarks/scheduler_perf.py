@@ -14,6 +14,10 @@ workload (4,000 low-priority init pods, 1,000 high-priority preemptors) runs ins
 injects one high-priority preemptor per 100 measured pods (upstream: 5/s against ~600 pods/s); the
 victims are deleted as Batsim's kill reports would delete them, and only the default pods are counted.
 
+The podgroup workloads (podgroup/gangscheduling and podgroup/basicscheduling performance-config,
+GenericWorkload on: PodGroups created first, then their pods, 100m / 100Mi, no init pods) carry no
+threshold upstream, so the upstream column shows none; their 50,000-pod 5000PerGroup workload is left out.
+
     python benchmarks/scheduler_perf.py [--only NAME[,NAME]] [--scale 0.1] [--kube-version 1.32]
 """
 
@@ -29,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout, n
 
 from kubernetes import client  # noqa: E402
 
-from batkube_py.adapter import podshape, translate  # noqa: E402
+from batkube_py.adapter import gangjobs, podshape, translate  # noqa: E402
 from batkube_py.cluster.embedded import EmbeddedCluster  # noqa: E402
 from batkube_py.protocol.models import Resource  # noqa: E402
 from batkube_py.scheduler.plugins import noderesources  # noqa: E402
@@ -65,6 +69,7 @@ SPREAD = {"labels": {"color": "blue"},
           "topologySpreadConstraints": [{"maxSkew": 5, "topologyKey": ZONE,
                                          "whenUnsatisfiable": "DoNotSchedule",
                                          "labelSelector": {"matchLabels": {"color": "blue"}}}]}  # fmt: skip
+GROUP_POD = {"cpu": "100m", "memory": "100Mi"}  # podgroup/*/templates: gang-pod.yaml, basic-pod.yaml
 LOW = {"cpu": "900m", "memory": "500Mi", "priority": 0}
 HIGH = {"cpu": "3000m", "memory": "500Mi", "priority": 10}
 
@@ -80,6 +85,8 @@ class Shape:
     init_pod: dict | None = None  # None: the same template as the measured pods
     zones: tuple[str, ...] = ()
     preemptor_every: int = 0  # PreemptionAsync: one HIGH pod per this many measured pods
+    group: int = 0  # podgroup workloads: measured pods in PodGroups of this many (GenericWorkload on)
+    policy: str = "gang"
 
 
 SHAPES = [
@@ -95,6 +102,11 @@ SHAPES = [
           zones=("moon-1", "moon-2", "moon-3")),
     Shape("PreemptionBasic/1000Nodes", None, 1000, 4000, 1000, HIGH, init_pod=LOW),
     Shape("PreemptionAsync/5000Nodes", 570, 5000, 20000, 5000, {}, init_pod=LOW, preemptor_every=100),
+    Shape("GangScheduling/5000Nodes_1000Gangs_3000Pods", None, 5000, 0, 3000, GROUP_POD, group=3),
+    Shape("GangScheduling/5000Nodes_3Gangs_3000Pods_1000PerGroup", None, 5000, 0, 3000, GROUP_POD,
+          group=1000),
+    Shape("BasicScheduling/5000Nodes_1000Groups_3000Pods", None, 5000, 0, 3000, GROUP_POD, group=3,
+          policy="basic"),
 ]  # fmt: skip
 
 
@@ -117,6 +129,19 @@ def make_pods(prefix: str, count: int, template: dict) -> list[client.V1Pod]:
     if bad is not None:
         sys.exit(f"template refused: {bad.reason}")
     return pods  # type: ignore[return-value]
+
+
+def make_groups(count: int, size: int, template: dict, policy: str) -> tuple[list, list[client.V1Pod]]:
+    """`count` PodGroups of `size` pods each (upstream's createPodGroups, then createPods naming them)."""
+    shape = podshape.pod_shape("g", {"res": 1, **template}, {"type": "delay", "delay": 1})
+    if isinstance(shape, translate.Rejection):
+        sys.exit(f"template refused: {shape.reason}")
+    groups, pods = [], []
+    for g in range(count):
+        name = f"gang-{g}"
+        groups.append(gangjobs.pod_group(name, size, shape, None, policy))
+        pods.extend(gangjobs.member_pod(name, name, f"{name}-{i}", i, shape, False) for i in range(size))
+    return groups, pods
 
 
 class Driver:
@@ -152,7 +177,9 @@ class Driver:
 def run(shape: Shape, scale: float, version: str | None = None) -> tuple[int, float, float]:
     """(measured pods, wall seconds, CPU seconds) for the measured phase; `version`: the twin's
     kube-scheduler release (None: the default)."""
-    init, measure = max(1, int(shape.init * scale)), max(1, int(shape.measure * scale))
+    init, measure = int(shape.init * scale), max(1, int(shape.measure * scale))
+    if shape.init:
+        init = max(1, init)
     nodes = max(1, int(shape.nodes * scale)) if scale < 1 else shape.nodes
     kw = {}
     if version is not None:
@@ -165,9 +192,16 @@ def run(shape: Shape, scale: float, version: str | None = None) -> tuple[int, fl
         }
     driver = Driver(EmbeddedCluster(make_nodes(nodes, shape.zones), seed=0, **kw))
     init_pods = make_pods("init-", init, shape.measure_pod if shape.init_pod is None else shape.init_pod)
-    driver.submit(init_pods)
-    driver.run_until({p.metadata.name for p in init_pods})
-    pods = make_pods("m-", measure, shape.measure_pod)
+    if init_pods:
+        driver.submit(init_pods)
+        driver.run_until({p.metadata.name for p in init_pods})
+    groups = []
+    if shape.group:
+        size = min(shape.group, measure)
+        groups, pods = make_groups(max(1, measure // size), size, shape.measure_pod, shape.policy)
+        measure = len(pods)
+    else:
+        pods = make_pods("m-", measure, shape.measure_pod)
     batch: list[client.V1Pod] = []
     if shape.preemptor_every:
         high = make_pods("high-", measure // shape.preemptor_every, HIGH)
@@ -179,6 +213,8 @@ def run(shape: Shape, scale: float, version: str | None = None) -> tuple[int, fl
         batch = pods
     names = {p.metadata.name for p in pods}
     t0, c0 = time.perf_counter(), time.process_time()
+    for group in groups:
+        driver.cluster.add_pod_group(group, driver.now)
     driver.submit(batch)
     driver.run_until(names)
     return measure, time.perf_counter() - t0, time.process_time() - c0

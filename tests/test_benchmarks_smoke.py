@@ -21,7 +21,7 @@ def test_scheduler_perf_prints_every_shape_with_its_throughput():
     expected = {"SchedulingBasic", "SchedulingNodeAffinity", "SchedulingPodAffinity",
                 "SchedulingPodAntiAffinity", "SchedulingPreferredPodAffinity",
                 "SchedulingPreferredPodAntiAffinity", "TopologySpreading", "PreemptionBasic",
-                "PreemptionAsync"}  # fmt: skip
+                "PreemptionAsync", "GangScheduling", "BasicScheduling"}  # fmt: skip
     assert set(rows) == expected, text
     assert all(int(v.replace(",", "")) > 0 for v in rows.values())
 

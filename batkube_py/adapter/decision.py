@@ -400,7 +400,7 @@ class DecisionProcess:
         self.no_request.log_summary()
         return {
             **self.no_request.summary(),
-            **outputs_summary(self.records.values()),
+            **outputs_summary(self.records.values(), self.hosts.nodes.values()),
             "over_allocations": self.over_allocations,
             **self.disruptions.summary(),
             "unknown_events": self.unknown_events,

@@ -22,6 +22,7 @@ from kubernetes import client
 from procset import ProcSet
 
 from batkube_py.adapter import podcheck, podshape, translate
+from batkube_py.protocol.intervals import procset
 
 GROUP_LABEL = "batkube.io/pod-group"
 EXECUTOR_ANNOTATION = "batkube.io/executor"
@@ -131,10 +132,25 @@ def member_pod(
     return pod
 
 
+def sibling(first: client.V1Pod, name: str, index: int) -> client.V1Pod:
+    """Member `index` of `first`'s group: the same pod under its own name and executor, its metadata and
+    spec its own objects (backends set fields on them) — a third of member_pod's cost, paid 300,000 times
+    by a whole trace in gangs."""
+    meta = first.metadata
+    own = meta.model_copy(
+        update={
+            "name": name,
+            "labels": dict(meta.labels),
+            "annotations": {**meta.annotations, EXECUTOR_ANNOTATION: str(index)},
+        }
+    )
+    return first.model_copy(update={"metadata": own, "spec": first.spec.model_copy()})
+
+
 def allocation(hosts: list[int]) -> tuple[ProcSet, str, dict[str, str] | None]:
     """EXECUTE_JOB's alloc for executors on these host ids (executor i on hosts[i]), and the mapping
     executor → index in the alloc when some host runs several executors."""
-    alloc = ProcSet(*hosts)
+    alloc = procset(hosts)
     if len(alloc) == len(hosts):
         return alloc, str(alloc), None
     index = {h: k for k, h in enumerate(alloc)}
@@ -182,8 +198,9 @@ class Gangs:
         gang = self.by_job[job_id]
         gang.node_of.clear()
         backend.add_pod_group(gang.group, now)
-        for i, name in enumerate(gang.pods):
-            pod = member_pod(job_id, gang.name, name, i, gang.shape, gang.one_per_node)
+        first = member_pod(job_id, gang.name, gang.pods[0], 0, gang.shape, gang.one_per_node)
+        pods = [first, *(sibling(first, name, i) for i, name in enumerate(gang.pods[1:], 1))]
+        for pod in pods:
             backend.add_pod(pod, job_id, now)
 
     def delete_from(self, backend, job_id: str, now: float) -> None:

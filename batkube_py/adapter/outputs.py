@@ -18,7 +18,7 @@ from typing import Any
 from kubernetes import client
 
 from batkube_py import quantities
-from batkube_py.adapter import translate
+from batkube_py.adapter import fragmentation, translate
 
 
 @dataclass
@@ -49,8 +49,9 @@ REJECTED_COLUMNS = ["job_id", "field", "value", "expected", "reason", "group"]
 NODE_COLUMNS = ["node", "resource_id", "cpu", "memory", "pods"]
 
 
-def summary(records: Iterable[PodRecord]) -> dict[str, Any]:
-    """The run's figures from its pod records: summary.json's part that pods.csv also holds."""
+def summary(records: Iterable[PodRecord], nodes: Iterable[client.V1Node] = ()) -> dict[str, Any]:
+    """The run's figures from its pod records: summary.json's part that pods.csv (and nodes.csv, for
+    the fragmentation) also holds."""
     recs = list(records)
     bound = [r for r in recs if r.start_time != ""]
     finished = [float(r.finish_time) for r in recs if r.finish_time != ""]
@@ -74,6 +75,7 @@ def summary(records: Iterable[PodRecord]) -> dict[str, Any]:
         "jobs_killed": count["Killed"],
         "jobs_rejected": count["Rejected"],
         "jobs_unfinished": len(recs) - sum(count.values()),
+        **fragmentation.from_records(recs, fragmentation.node_cores(nodes)),
     }
 
 

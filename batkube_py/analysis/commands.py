@@ -137,7 +137,9 @@ def analyze(
       cpu_utilisation = requested cpu of running pods / allocatable cpu, time-weighted over
         [first submission, makespan] (above 1 when over-allocated);
       host_utilisation = fraction of host-time with at least one job (shared hosts counted once);
-      *_over_allocations = times a node went over its cpu / memory / pod capacity.
+      *_over_allocations = times a node went over its cpu / memory / pod capacity;
+      fragmented_core_seconds, mean_fragmented_cores, fragmentation = free cores no pending
+        pod group can use (docs/gangs.md).
     """
     with _user_errors(f"analysing {run_dir}"):
         if out is None:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from batkube_py.adapter import fragmentation
 from batkube_py.analysis import metrics as m
 from batkube_py.analysis.loading import Run
 from batkube_py.analysis.platform import pods_from_jobs, read_platform, read_workload_cpu
@@ -56,6 +57,8 @@ def compute_metrics(run: Run, bsld_tau: float = 10.0) -> dict:
             out.update(m.over_allocation_summary(over, "memory"))
         if "pods" in run.nodes and run.nodes["pods"].notna().all():
             out.update(m.over_allocation_summary(m.over_allocation(pods, run.nodes, "count", "pods"), "pods"))
+        if {"group", "group_size"} <= set(run.pods.columns):
+            out.update(fragmentation.from_frames(run.pods, run.nodes))
     else:
         out["cpu_utilisation"] = None
         run.notes.append(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from procset import ProcSet
+from batkube_py.protocol.intervals import procset
 
 from .workload import Job
 
@@ -34,7 +34,7 @@ def _fmt(v: float | int | str) -> str:
 
 
 def hyphen(ids: list[int]) -> str:
-    return str(ProcSet(*ids)) if ids else ""
+    return str(procset(ids)) if ids else ""
 
 
 @dataclass

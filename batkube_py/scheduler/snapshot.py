@@ -62,6 +62,8 @@ class NodeTable:
         self.models_cpu_mem = bool(
             n and (self.alloc_cpu > 0).all() and (self.alloc_mem > 0).all() and self.mem_limited.all()
         )
+        # Nodes that model cpu only (platforms without memory): memory drops out of every score.
+        self.models_cpu_only = bool(n and (self.alloc_cpu > 0).all() and not self.mem_limited.any())
         self.all = np.arange(n)
         self.labels: list[dict[str, str]] = [dict(nd.metadata.labels or {}) for nd in nodes]
         self.taints: list[list[client.V1Taint]] = [list(nd.spec.taints or []) for nd in nodes]

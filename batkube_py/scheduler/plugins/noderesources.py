@@ -149,6 +149,10 @@ class NodeResourcesFit(Plugin):
                 nodes.nz_cpu, nodes.nz_mem, nodes.alloc_cpu, nodes.alloc_mem, idx,
                 pod.nonzero_cpu, pod.nonzero_memory,
             )  # fmt: skip
+        if self._default_least and nodes.models_cpu_only:  # least_allocated with memory skipped everywhere
+            alloc = nodes.alloc_cpu[idx]
+            left = alloc - nodes.nz_cpu[idx] - pod.nonzero_cpu
+            return np.where(left > 0, left * MAX_NODE_SCORE // alloc, 0)
         cols = resourcescoring.columns(self.resources, pod, nodes, idx, nonzero=True)
         if self.strategy == "MostAllocated":
             return resourcescoring.most_allocated(cols, idx.size)
@@ -194,6 +198,8 @@ class BalancedAllocation(Plugin):
             res = [(r, 1) for r in self.resources]
             cols = resourcescoring.columns(res, pod, nodes, idx, nonzero=False, with_pod=with_pod)
             return resourcescoring.balanced(cols, idx.size)
+        if nodes.models_cpu_only:  # one resource used: no deviation, the best balance everywhere
+            return np.full(idx.size, MAX_NODE_SCORE, dtype=np.int64)
         cpu, mem = (pod.milli_cpu, pod.memory) if with_pod else (0, 0)
         if nodes.models_cpu_mem and _kernels is not None:
             return _kernels.balanced_allocation(
