@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from test_plugins_common import pod, run_filter, run_score, table
 
-from batkube_py.adapter.podshape import _k8s_object
+from batkube_py.kubeapi import model
 from batkube_py.scheduler.plugins import NodeAffinity, NodeName, TaintToleration
 
 
@@ -178,7 +178,7 @@ def test_preferred_node_affinity_score_upstream_cases():
 
 def test_added_affinity_is_enforced_and_scored():
     """NodeAffinityArgs.addedAffinity: its own failure reason; its preferred terms add to the pod's."""
-    added = _k8s_object(
+    added = model(
         {
             "requiredDuringSchedulingIgnoredDuringExecution": {
                 "nodeSelectorTerms": [{"matchExpressions": [_expr("pool", "Exists")]}]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from kubernetes import client
 from procset import ProcSet
 
+from batkube_py import kubeapi
 from batkube_py.adapter import translate
 from batkube_py.protocol.models import Resource
 
@@ -39,7 +40,7 @@ class Hosts:
             for k, v in extra.items():
                 node.metadata.labels.setdefault(translate.label_key(k), translate.label_value(v))
         self.nodes = {n.metadata.name: n for n in nodes}
-        self.node_of_host = {translate.resource_id(n): n.metadata.name for n in nodes}
+        self.node_of_host = {kubeapi.resource_id(n): n.metadata.name for n in nodes}
         self.ids = ProcSet(*self.node_of_host)
         self.alloc = {n.metadata.name: translate.alloc_for(n) for n in nodes}
         self.alloc_text = {name: str(alloc) for name, alloc in self.alloc.items()}

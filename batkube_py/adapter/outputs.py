@@ -17,7 +17,7 @@ from typing import Any
 
 from kubernetes import client
 
-from batkube_py import quantities
+from batkube_py import kubeapi, quantities
 from batkube_py.adapter import fragmentation, translate
 
 
@@ -111,7 +111,7 @@ class RunOutputs:
             [
                 (
                     n.metadata.name,
-                    translate.resource_id(n),
+                    kubeapi.resource_id(n),
                     quantities.milli_cpu(n.status.allocatable["cpu"]) / 1000,
                     n.status.allocatable.get("memory", ""),
                     n.status.allocatable["pods"],

@@ -21,14 +21,8 @@ from batkube_py.adapter.translate import (
     NAMESPACE,
     Rejection,
     extended_count,
-    is_extended_resource,
 )
-
-_api = client.ApiClient()
-
-
-def _k8s_object(value: Any, kind: str) -> Any:
-    return _api._ApiClient__deserialize(value, kind)  # the client's own JSON → model mapping
+from batkube_py.kubeapi import is_extended_resource
 
 
 def _one(value: Any, kind: str, check) -> Any:

@@ -16,6 +16,7 @@ from kubernetes import client
 from procset import ProcSet
 
 from batkube_py import quantities
+from batkube_py.kubeapi import RESOURCE_ID_ANNOTATION, is_extended_resource, resource_id
 from batkube_py.protocol.models import Resource
 
 DEFAULT_SCHEDULER = "default-scheduler"
@@ -23,7 +24,6 @@ DEFAULT_MAX_PODS = 110
 DEFAULT_CORES = 1
 NAMESPACE = "default"
 JOB_ID_ANNOTATION = "batkube.io/job-id"
-RESOURCE_ID_ANNOTATION = "batkube.io/resource-id"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 # Host properties consumed by the translation itself; every other one becomes a label.
 _NODE_KEYS = {"core", "cpu", "memory", "pods", "taints"}
@@ -31,25 +31,6 @@ _TAINT_EFFECTS = {"NoSchedule", "PreferNoSchedule", "NoExecute"}
 
 _LABEL_NAME = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_QUALIFIED_NAME = re.compile(
-    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
-)
-
-
-def is_extended_resource(name: str) -> bool:
-    """Kubernetes' IsExtendedResourceName: a domain-prefixed name outside kubernetes.io (nvidia.com/gpu).
-
-    A host property with such a key and a whole-number value is an extended resource, not a label:
-    `nvidia.com/gpu="2"` puts 2 GPUs in the node's capacity and allocatable. `topology.kubernetes.io/zone`
-    stays a label (kubernetes.io names are native), and so does any property whose value is not a whole
-    number (`example.com/rack="r1"`).
-    """
-    return (
-        "/" in name
-        and "kubernetes.io/" not in name
-        and not name.startswith("requests.")
-        and _QUALIFIED_NAME.match(name) is not None
-    )
 
 
 def extended_count(value: object) -> int | None:
@@ -199,10 +180,6 @@ def node_from_resource(res: Resource) -> client.V1Node:
             conditions=[client.V1NodeCondition(type="Ready", status="True")],
         ),
     )
-
-
-def resource_id(node: client.V1Node) -> int:
-    return int(node.metadata.annotations[RESOURCE_ID_ANNOTATION])
 
 
 def alloc_for(node: client.V1Node) -> ProcSet:

@@ -11,8 +11,7 @@ from operator import attrgetter
 import numpy as np
 from kubernetes import client
 
-from batkube_py import quantities
-from batkube_py.adapter import translate
+from batkube_py import kubeapi, quantities
 from batkube_py.scheduler.podindex import PodIndex
 from batkube_py.scheduler.podinfo import PodInfo
 
@@ -39,7 +38,7 @@ class NodeTable:
         self.nodes = nodes
         self.names = [n.metadata.name for n in nodes]
         self.index = {name: i for i, name in enumerate(self.names)}
-        self.resource_ids = np.array([translate.resource_id(n) for n in nodes], dtype=np.int64)
+        self.resource_ids = np.array([kubeapi.resource_id(n) for n in nodes], dtype=np.int64)
         alloc = [n.status.allocatable for n in nodes]
         self.alloc_cpu = np.array([quantities.milli_cpu(a["cpu"]) for a in alloc], dtype=np.int64)
         self.mem_limited = np.array(["memory" in a for a in alloc], dtype=bool)
@@ -78,7 +77,7 @@ class NodeTable:
         self.taints_version = 0
         self._taint_sigs: tuple[np.ndarray, list[tuple[client.V1Taint, ...]]] | None = None
         # Extended resources (e.g. nvidia.com/gpu) as integer columns, one per name some node offers.
-        self.ext_names: list[str] = sorted({k for a in alloc for k in a if translate.is_extended_resource(k)})
+        self.ext_names: list[str] = sorted({k for a in alloc for k in a if kubeapi.is_extended_resource(k)})
         self.alloc_ext = {
             r: np.array([quantities.count(a.get(r, 0)) for a in alloc], dtype=np.int64)
             for r in self.ext_names

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from kubernetes import client
 
-from batkube_py.adapter import podshape
+from batkube_py import kubeapi
 from batkube_py.scheduler.framework import NODE_ADD, NODE_LABEL, PASS, SKIP, CycleState, FilterResult, Plugin
 from batkube_py.scheduler.pluginargs import NodeAffinityArgs
 from batkube_py.scheduler.plugins.helpers import (
@@ -51,7 +51,7 @@ class NodeAffinity(Plugin):
     @classmethod
     def from_args(cls, args: NodeAffinityArgs | None) -> NodeAffinity:
         added = args.addedAffinity if args is not None else None
-        return cls(podshape._k8s_object(added, "V1NodeAffinity") if added else None)
+        return cls(kubeapi.model(added, "V1NodeAffinity") if added else None)
 
     def events_to_register(self) -> frozenset[str]:
         return frozenset({NODE_ADD, NODE_LABEL})
