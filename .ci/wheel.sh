@@ -33,7 +33,7 @@ batkube experiment list > list.txt
 grep -q '^burst ' list.txt
 if [ -n "${BATKUBE_DATA_DIR:-}" ]; then
   mkdir data
-  cp "$(python -c 'from batkube_py import datasets; print(datasets.path("platform_graphene_16nodes.xml"))')" data/
+  cp "$(python -c 'from batkube_py.inputs import datasets; print(datasets.path("platform_graphene_16nodes.xml"))')" data/
   BATKUBE_DATA_DIR="$work/data" BATKUBE_OFFLINE=1 batkube experiment run burst --variant embedded -r 1 -j 1 \
     -o exp --no-progress | tee exp.txt
   grep -q '2210.3 / 979.3' exp.txt && grep -q '2467.2 ± 26.8 / 1076.7 ± 10.0 (published' exp.txt
