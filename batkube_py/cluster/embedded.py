@@ -222,21 +222,14 @@ class EmbeddedCluster:
         if found is None:
             self.nominate(pod, None)
             return
-        for victim in found.victims:
-            if victim.terminating:
-                continue
-            victim.terminating = True
-            why = f"preempted by {pod.name} (priority {pod.priority} > {victim.priority})"
-            self._evictions.append(Eviction(victim.name, why))
+        self.evict_victims(found.victims, pod.name, pod.priority)
         self.clear_lower_nominations(found.node, pod.priority)
         self.nominate(pod, found.node)
 
     def _preempted(self, pod: PodInfo, outcome: Outcome) -> None:
         """The real PostFilter's bookkeeping, mirrored: victims terminating, the lower-priority pods
         nominated to the node lose their nomination, the preemptor takes the nomination it was given."""
-        for name in outcome.victims:
-            if (victim := self.pods.get(name)) is not None:
-                victim.terminating = True
+        self.mark_terminating(outcome.victims)
         preempted = outcome.victims or outcome.nominated != pod.nominated_node
         if outcome.nominated is not None and preempted:
             self.clear_lower_nominations(outcome.nominated, pod.priority)
@@ -245,8 +238,20 @@ class EmbeddedCluster:
     def note_bound(self) -> None:
         self._running += 1
 
-    def evict(self, eviction: Eviction) -> None:
-        self._evictions.append(eviction)
+    def evict_victims(self, victims: list[PodInfo], preemptor: str, priority: int) -> None:
+        """Preemption's victims terminate (once) and leave when Batsim reports them killed."""
+        for victim in victims:
+            if not victim.terminating:
+                victim.terminating = True
+                why = f"preempted by {preemptor} (priority {priority} > {victim.priority})"
+                self._evictions.append(Eviction(victim.name, why))
+
+    def mark_terminating(self, names) -> None:
+        """Victims another scheduler's preemption chose (cluster/queued.py mirrors it): the real cluster
+        evicts them, this one only stops counting them."""
+        for name in names:
+            if (victim := self.pods.get(name)) is not None:
+                victim.terminating = True
 
     def clear_lower_nominations(self, node: int, priority: int) -> None:
         """prepareCandidate: pods of lower priority nominated to the preempted node lose their nomination."""

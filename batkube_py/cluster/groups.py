@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from kubernetes import client
 
-from batkube_py.cluster.base import Binding, Eviction, Unschedulable
+from batkube_py.cluster.base import Binding, Unschedulable
 from batkube_py.scheduler import groupcycle, groupfit
 from batkube_py.scheduler.framework import POD_ADD
 from batkube_py.scheduler.grouppreemption import ongoing, preempt_group
@@ -142,9 +142,7 @@ class Groups:
             self.messages.pop(entity.name, None)
             return self._bind(entity, placed, now)
         self.messages[entity.name] = twin.message or "pod group is unschedulable"
-        for name in victims:
-            if (victim := c.pods.get(name)) is not None:
-                victim.terminating = True
+        c.mark_terminating(victims)
         for m in members:
             if m.name in nominated:
                 c.nominate(m, nominated[m.name])
@@ -187,12 +185,7 @@ class Groups:
             for m in members:
                 c.nominate(m, None)
             return
-        for victim in found.victims:
-            if victim.terminating:
-                continue
-            victim.terminating = True
-            why = f"preempted by pod group {entity.name} (priority {entity.priority} > {victim.priority})"
-            c.evict(Eviction(victim.name, why))
+        c.evict_victims(found.victims, f"pod group {entity.name}", entity.priority)
         for pod, node in found.nominations:
             c.clear_lower_nominations(node, entity.priority)
             c.nominate(pod, node)

@@ -89,12 +89,10 @@ class Parity:
         best = [names[twin.node]] if twin is not None and twin.node is not None else []
         self._add(now, pod, kind, real, best)
 
-    def group(self, now: float, pod: PodInfo, kind: str, real: str, twin: str) -> None:
-        """The real group cycle and the twin's disagree on a pod group as a whole (--sync queue)."""
+    def mismatch(self, now: float, pod: PodInfo, kind: str, real: str = "", twin: str = "") -> None:
+        """A disagreement no binding check sees (--sync queue): the twin's queue failed a pod the real
+        one bound, or the two group cycles disagree on a pod group as a whole."""
         self._add(now, pod, kind, real, [twin] if twin else [])
-
-    def mismatch(self, now: float, pod: PodInfo, kind: str, real: str = "") -> None:
-        self._add(now, pod, kind, real, [])
 
     def skipped(self, pod: PodInfo, twin: Decision, names: list[str], now: float) -> None:
         """A retry skipped because the pod fits no node's free room: the twin must agree."""

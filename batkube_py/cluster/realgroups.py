@@ -144,7 +144,7 @@ class RealGroups:
             values = {nodes.labels[i].get(key) for _, i in placed}
             domain = groupcycle.domains(nodes, key, [i for _, i in placed])
             if len(values) != 1 or not domain:
-                self.c.parity.group(now, placed[0][0], "kube-scheduler placed the group across domains",
+                self.c.parity.mismatch(now, placed[0][0], "kube-scheduler placed the group across domains",
                                     " ".join(nodes.names[i] for _, i in placed), key)  # fmt: skip
                 return
             undo = groupcycle.fence(nodes, next(iter(domain.values())))

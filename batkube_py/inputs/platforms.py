@@ -26,9 +26,6 @@ def cluster_platform(
 ) -> str:
     if nodes < 1:
         raise ValueError(f"--nodes must be at least 1, got {nodes}")
-    quantities.milli_cpu(cores)
-    if memory is not None:
-        quantities.byte_count(memory)
     prop_xml = _prop_xml(_node_props(cores, memory, pods, labels, taints))
     link = 'bw="125MBps" lat="50us" bb_bw="2.25GBps" bb_lat="500us"'
     return f"""<?xml version='1.0'?>
@@ -130,8 +127,11 @@ def rack_platform(
 
 def _node_props(cores: str, memory: str | None, pods: int | None, labels: dict[str, str] | None,
                 taints: str | None) -> dict[str, str]:
+    """A node's properties, checked as the adapter will read them (cores and memory are quantities)."""
+    quantities.milli_cpu(cores)
     props = {"core": cores}
     if memory is not None:
+        quantities.byte_count(memory)
         props["memory"] = memory
     if pods is not None:
         props["pods"] = str(pods)
