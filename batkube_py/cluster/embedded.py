@@ -240,6 +240,7 @@ class EmbeddedCluster:
 
     def evict_victims(self, victims: list[PodInfo], preemptor: str, priority: int) -> None:
         """Preemption's victims terminate (once) and leave when Batsim reports them killed."""
+        self.groups.recount()
         for victim in victims:
             if not victim.terminating:
                 victim.terminating = True
@@ -249,6 +250,7 @@ class EmbeddedCluster:
     def mark_terminating(self, names) -> None:
         """Victims another scheduler's preemption chose (cluster/queued.py mirrors it): the real cluster
         evicts them, this one only stops counting them."""
+        self.groups.recount()
         for name in names:
             if (victim := self.pods.get(name)) is not None:
                 victim.terminating = True

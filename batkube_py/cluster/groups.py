@@ -33,11 +33,22 @@ class Groups:
         self.member_of: dict[str, str] = {}  # pod name → group name, every pod the scheduler knows
         self.pods_of: dict[str, set[str]] = {}  # group name → its pods the scheduler knows
         self.messages: dict[str, str] = {}  # group → why its last cycle failed (explain, give-up)
+        # AllPodsCount by group, kept while pods only arrive: a group's members arrive one by one, and
+        # recounting for each made adding a 128-pod group quadratic
+        self._known: dict[str, int] = {}
 
     def known(self, group: str) -> int:
         """AllPodsCount: the group's non-terminal pods the scheduler knows, bound ones included."""
-        pods = self.cluster.pods
-        return sum(1 for p in self.pods_of.get(group, ()) if p in pods and not pods[p].terminating)
+        n = self._known.get(group)
+        if n is None:
+            pods = self.cluster.pods
+            n = sum(1 for p in self.pods_of.get(group, ()) if p in pods and not pods[p].terminating)
+            self._known[group] = n
+        return n
+
+    def recount(self) -> None:
+        """A pod left or began terminating: counts are taken afresh."""
+        self._known.clear()
 
     def add_group(self, group: client.V1beta1PodGroup) -> None:
         self.objects[group.metadata.name] = group
@@ -49,13 +60,19 @@ class Groups:
         if name is None:
             return False
         info = pod_info(pod, job_id, now, self.cluster.queue.next_seq())
+        members = self.pods_of.setdefault(name, set())
+        if info.name in members or info.name in self.cluster.pods:
+            self._known.pop(name, None)
+        elif name in self._known:
+            self._known[name] += 1
         self.cluster.pods[info.name] = info
         self.member_of[info.name] = name
-        self.pods_of.setdefault(name, set()).add(info.name)
+        members.add(info.name)
         self.queue.add_member(info, name, self.known(name))
         return True
 
     def delete_pod(self, name: str) -> None:
+        self.recount()
         group = self.member_of.pop(name, None)
         if group is None:
             return
@@ -213,6 +230,7 @@ class Groups:
         return stuck
 
     def give_up(self, stuck: list[tuple[GroupEntity, str]]) -> list[Unschedulable]:
+        self.recount()
         gone = []
         for entity, why in stuck:
             for name in list(entity.members):
