@@ -75,6 +75,31 @@ def test_scores_equal_the_numpy_versions(monkeypatch, seed, uniform):
     assert checked > 10  # the tables do reach over-capacity nodes and varied balances
 
 
+@pytest.mark.parametrize("uniform", [True, False])
+@pytest.mark.parametrize("seed", [4, 5])
+def test_cpu_only_scores_equal_the_numpy_versions(monkeypatch, seed, uniform):
+    """Nodes without memory: LeastAllocated's cpu-only loop, and BalancedAllocation's constant, equal to
+    the general code (the resource columns, as a custom resource list computes them)."""
+    assert kernels is not None
+    nodes, rng = filled(seed, uniform, memory=False)
+    assert nodes.models_cpu_only
+    windows = [nodes.all, rng.permutation(nodes.all)[:17], np.concatenate((nodes.all[40:], nodes.all[:40]))]
+    fit, balanced = noderesources.NodeResourcesFit(), noderesources.BalancedAllocation()
+    general = noderesources.BalancedAllocation(["cpu", "memory"])
+    general._default = False  # the per-resource columns: no shortcut
+    seen = set()
+    for version in ("1.32", "1.37"):
+        balanced.kube_version = general.kube_version = version
+        for p in probes():
+            for idx in windows:
+                least, least_np = both(monkeypatch, fit.score, p, nodes, idx)
+                assert least.tolist() == least_np.tolist()
+                seen.update(least.tolist())
+                shortcut, columns = (b.score(None, p, nodes, idx).tolist() for b in (balanced, general))
+                assert shortcut == columns
+    assert len(seen) > 3 and 0 in seen
+
+
 @pytest.mark.parametrize("memory", [True, False])
 def test_fit_mask_equals_the_numpy_version(monkeypatch, memory):
     assert kernels is not None

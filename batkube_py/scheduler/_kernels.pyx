@@ -50,6 +50,22 @@ def least_allocated(
     return out
 
 
+def least_allocated_cpu(
+    const int64_t[::1] nz_cpu, const int64_t[::1] alloc_cpu, const Py_ssize_t[:] idx, int64_t nonzero_cpu,
+):
+    """LeastAllocated on nodes that model cpu only (memory skipped everywhere): the cpu term alone,
+    (alloc - requested) × 100 // alloc, 0 when over (positive operands: C's division is Go's)."""
+    cdef Py_ssize_t j, i, n = idx.shape[0]
+    cdef int64_t c
+    out = np.empty(n, dtype=np.int64)
+    cdef int64_t[::1] s = out
+    for j in range(n):
+        i = idx[j]
+        c = alloc_cpu[i] - nz_cpu[i] - nonzero_cpu
+        s[j] = c * 100 // alloc_cpu[i] if c > 0 else 0
+    return out
+
+
 def balanced_allocation(
     const int64_t[::1] req_cpu, const int64_t[::1] req_mem,
     const int64_t[::1] alloc_cpu, const int64_t[::1] alloc_mem,

@@ -168,10 +168,22 @@ class NodeTable:
         return min(live) if live else None
 
     def _apply(self, i: int, pod: PodInfo, sign: int) -> None:
-        cpu, mem = sign * pod.milli_cpu, sign * pod.memory
-        ext = {r: sign * q for r, q in pod.extended.items()} if pod.extended else _NONE
-        nz_cpu, nz_mem = sign * pod.nonzero_cpu, sign * pod.nonzero_memory
-        self._shift(i, cpu, mem, nz_cpu, nz_mem, sign, ext, mem if self.mem_limited[i] else 0)
+        """_shift on one node, leaving alone the columns the pod moves by 0 (a pod without a memory
+        request, the common case in traces, moves neither memory column): 1.2 million calls in a
+        whole trace in gangs."""
+        if pod.extended or pod.memory:
+            cpu, mem = sign * pod.milli_cpu, sign * pod.memory
+            ext = {r: sign * q for r, q in pod.extended.items()} if pod.extended else _NONE
+            nz_cpu, nz_mem = sign * pod.nonzero_cpu, sign * pod.nonzero_memory
+            self._shift(i, cpu, mem, nz_cpu, nz_mem, sign, ext, mem if self.mem_limited[i] else 0)
+            return
+        cpu = sign * pod.milli_cpu
+        self.req_cpu[i] += cpu
+        self.free_cpu[i] -= cpu
+        self.nz_cpu[i] += sign * pod.nonzero_cpu
+        self.nz_mem[i] += sign * pod.nonzero_memory
+        self.pod_count[i] += sign
+        self.free_pods[i] -= sign
 
     def _shift(self, at, cpu, mem, nz_cpu, nz_mem, count, ext: dict, free_mem) -> None:
         """Move the request sums of node `at` (or of the nodes of an index array, no repeats) by these

@@ -150,6 +150,8 @@ class NodeResourcesFit(Plugin):
                 pod.nonzero_cpu, pod.nonzero_memory,
             )  # fmt: skip
         if self._default_least and nodes.models_cpu_only:  # least_allocated with memory skipped everywhere
+            if _kernels is not None:
+                return _kernels.least_allocated_cpu(nodes.nz_cpu, nodes.alloc_cpu, idx, pod.nonzero_cpu)
             alloc = nodes.alloc_cpu[idx]
             left = alloc - nodes.nz_cpu[idx] - pod.nonzero_cpu
             return np.where(left > 0, left * MAX_NODE_SCORE // alloc, 0)
@@ -159,6 +161,9 @@ class NodeResourcesFit(Plugin):
         if self.strategy == "RequestedToCapacityRatio":
             return resourcescoring.requested_to_capacity_ratio(cols, idx.size, self.shape)
         return resourcescoring.least_allocated(cols, idx.size)
+
+
+_NO_CHANGE = 75  # 1.37's score when the pod leaves the balance as it was: 50 + (50 + 0) // 2
 
 
 class BalancedAllocation(Plugin):
@@ -185,6 +190,8 @@ class BalancedAllocation(Plugin):
         """1.32: balance with the pod, (1 − std of the request fractions) × 100 on actual requests
         (useRequested). 1.37: the change in balance the pod brings, 50 + (50 + with − without) / 2 in Go
         integer division (range 50..100, 75 for no change)."""
+        if self._default and nodes.models_cpu_only:  # _balance is 100 everywhere, with or without the pod
+            return np.full(idx.size, MAX_NODE_SCORE if self.kube_version == "1.32" else _NO_CHANGE, np.int64)
         with_pod = self._balance(pod, nodes, idx, True)
         if self.kube_version == "1.32":
             return with_pod
