@@ -29,9 +29,11 @@ CASES = {c.name: c for c in gang_cases()}
 # gang-topology (exact in the last runs; once, with a 1-s backoff cap on a loaded machine, one group was
 # retried 2 s later by the real queue, unexplained); gang-mixed and gang-node-failures (no timing row,
 # the same node for every pod, the same makespan, but 1-7 start times 0.0006 s apart, varying run to run:
-# the real run's steps shift a completion by one message exchange); gang-preemption (18 timing rows:
-# pods of preempted jobs and parked single pods tried in another order, issue 25; yet the same makespan
-# and mean wait, and all but 2 start times equal).
+# the real run's steps shift a completion by one message exchange; exact in every run since groups failed
+# in one step keep their try order on both sides, 2026-11-25, not yet promoted); gang-preemption (no
+# timing row since the twin no longer wakes the pods a nominated member held back when that member is
+# bound — 18 before —, but preemption ties: upstream's dry run starts at a random offset, the twin's at
+# a seeded one, so a victim node may differ).
 EXACT = {"gang-after-completions", "gang-never-fits", "gang-quorum-late"}
 _RUNS: dict[str, tuple[dict, dict, list[dict], Path]] = {}
 

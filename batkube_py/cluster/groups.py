@@ -152,7 +152,7 @@ class Groups:
         c = self.cluster
         bindings = []
         for pod, node in placed:
-            c.nominate(pod, None)
+            c.nodes.nominate(pod, None)  # bound: no move for pods it held back (inBinding, eventhandlers.go)
             c.nodes.assume(node, pod)
             pod.node, pod.bound_at = node, now
             c.note_bound()
