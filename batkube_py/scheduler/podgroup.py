@@ -193,7 +193,7 @@ class GroupQueue:
         if e is None or name not in e.members:
             return False
         if is_gated(e.members.pop(name)):
-            self._gated[group] -= 1
+            self._one_less_gated(group)
         if not e.members and e.where in ("active", "backoff"):
             e.where = "gated"
         return True
@@ -206,13 +206,18 @@ class GroupQueue:
 
     def gated_members(self) -> list[PodInfo]:
         """The members of entities held by scheduling gates (the leftover flush visits them: gated.py)."""
-        held = (self.entities.get(g) for g, n in self._gated.items() if n)
+        held = (self.entities.get(g) for g in self._gated)
         return [m for e in held if e is not None for m in e.members.values()]
 
     def ungated(self, e: GroupEntity, known: int) -> None:
         """A member's scheduling gates were removed."""
-        self._gated[e.name] -= 1
+        self._one_less_gated(e.name)
         self.update_gate(e, known)
+
+    def _one_less_gated(self, group: str) -> None:
+        self._gated[group] -= 1
+        if not self._gated[group]:
+            del self._gated[group]
 
     def pending(self) -> list[GroupEntity]:
         return [e for e in self.entities.values() if e.members and e.where != "inflight"]
