@@ -161,3 +161,15 @@ def test_a_gated_job_runs_once_its_gate_is_lifted_and_waits_from_its_submission(
     start = header.index("start_time")
     assert 50.0 < float(rows["w0!1"][start]) < 50.1 and float(rows["w0!2"][start]) < 0.1
     assert "gatedUntil" in (out / "rejected.csv").read_text()
+
+
+def test_which_backends_lift_gates_on_the_simulated_clock():
+    """The twin, and the real scheduler when its queue runs on the simulated clock (--sync queue) or the
+    twin's queue paces it; settle and timeout run it on the wall clock: refused, saying which do."""
+    from batkube_py.cluster.apiserver import ApiServerCluster
+    from batkube_py.cluster.paced import PacedCluster
+    from batkube_py.cluster.queued import QueueCluster
+
+    assert EmbeddedCluster.supports_gates(None) and PacedCluster.supports_gates(None)
+    assert QueueCluster.supports_gates(None) and not ApiServerCluster.supports_gates(None)
+    assert "--sync queue" in ApiServerCluster.no_gates_reason and "paced" in ApiServerCluster.no_gates_reason
