@@ -91,9 +91,10 @@ def test_watch_410_gone_relists_without_losing_a_binding(cp):
 def test_watch_drops_and_expiries_during_a_run(cp, tmp_path: Path, monkeypatch):
     """Every few events the pod watch expires (410 Gone) or its connection drops: no job is lost."""
     import urllib3
-    from kubernetes import watch
 
-    real_stream = watch.Watch.stream
+    from batkube_py.controlplane.kubehttp import KubeHttp
+
+    real_stream = KubeHttp.watch_pods
     counter = {"events": 0, "faults": 0}
 
     def faulty_stream(self, *args, **kw):
@@ -106,7 +107,7 @@ def test_watch_drops_and_expiries_during_a_run(cp, tmp_path: Path, monkeypatch):
                 raise urllib3.exceptions.ProtocolError("connection dropped (injected)")
             yield ev
 
-    monkeypatch.setattr(watch.Watch, "stream", faulty_stream)
+    monkeypatch.setattr(KubeHttp, "watch_pods", faulty_stream)
     watches: list[PodWatch] = []
     orig_start = PodWatch.start
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import urllib3
@@ -39,6 +39,8 @@ class ApiCalls:
         self.last_return = time.monotonic()
         self._parallel = parallel
         self._pool: ThreadPoolExecutor | None = None
+        self._fifo: ThreadPoolExecutor | None = None
+        self._pending: list[Future] = []
 
     def __call__(
         self, what: str, fn: Callable[..., Any], *args: Any, ok: tuple[int, ...] = (), **kw: Any
@@ -68,22 +70,36 @@ class ApiCalls:
 
     def all(self, calls: Sequence[tuple[str, Callable[..., Any], tuple, dict]]) -> None:
         """Independent calls (whose order nobody can observe), a few in flight at once."""
-        if len(calls) <= 1:
-            for what, fn, args, kw in calls:
-                self(what, fn, *args, **kw)
-            return
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(self._parallel, thread_name_prefix="batkube-api")
-        futures = [self._pool.submit(self, what, fn, *args, **kw) for what, fn, args, kw in calls]
-        errors = [f.exception() for f in futures]
+        for what, fn, args, kw in calls:
+            self.later(what, fn, *args, **kw)
+        self.drain()
+
+    def later(self, what: str, fn: Callable[..., Any], *args: Any, ordered: bool = False, **kw: Any) -> None:
+        """Start a call without waiting for it: `ordered` calls reach the apiserver one after the other in
+        the order given (pods created: the scheduler's queue orders them by arrival), the others a few
+        at once. `drain` waits for them all and raises the first failure."""
+        if ordered:
+            if self._fifo is None:
+                self._fifo = ThreadPoolExecutor(1, thread_name_prefix="batkube-api-fifo")
+            pool = self._fifo
+        else:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self._parallel, thread_name_prefix="batkube-api")
+            pool = self._pool
+        self._pending.append(pool.submit(self, what, fn, *args, **kw))
+
+    def drain(self) -> None:
+        pending, self._pending = self._pending, []
+        errors = [f.exception() for f in pending]
         first = next((e for e in errors if e is not None), None)
         if first is not None:
             raise first
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
-            self._pool = None
+        for pool in (self._pool, self._fifo):
+            if pool is not None:
+                pool.shutdown(wait=True)
+        self._pool = self._fifo = None
 
 
 def cleanup(api: client.ApiClient, namespace: str, selector: str) -> None:

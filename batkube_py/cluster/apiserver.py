@@ -18,17 +18,17 @@ import numpy as np
 from kubernetes import client
 
 from batkube_py import quantities
-from batkube_py.cluster import apicalls, base, expedite, fit
+from batkube_py.cluster import apicalls, base, expedite, fit, kubelet
 from batkube_py.cluster.apicalls import ApiCalls
 from batkube_py.cluster.base import BackendError, Binding, Unschedulable
+from batkube_py.cluster.kubelet import SIMULATED
 from batkube_py.cluster.schedmetrics import MetricsSource
 from batkube_py.cluster.sync import SchedulerUnresponsive, SettlePolicy, SyncOptions, TimeoutPolicy
+from batkube_py.controlplane.kubehttp import KubeHttp
 from batkube_py.controlplane.podwatch import PodWatch
 from batkube_py.scheduler.snapshot import InvariantViolation, NodeTable
 
 log = logging.getLogger(__name__)
-
-SIMULATED = "batkube.io/simulated"
 
 
 class ApiServerCluster(expedite.BackoffExpedite):
@@ -79,6 +79,7 @@ class ApiServerCluster(expedite.BackoffExpedite):
         self._unfenced_deletes = False
         self._moved = False  # a delete or node change since the last cycle
         self.watch = PodWatch(self.core, self.namespace)
+        self.http = KubeHttp(api)
         try:
             self._create_cluster(nodes)
         except Exception:
@@ -98,28 +99,8 @@ class ApiServerCluster(expedite.BackoffExpedite):
             sa,
             ok=(409,),
         )
-        creates, readies = [], []
-        status = {"status": {"conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
-                                             "message": "simulated by batkube"}]}}  # fmt: skip
-        for node in nodes:
-            node.metadata.labels = {**(node.metadata.labels or {}), SIMULATED: self.run_id}
-            taint = client.V1Taint(key=SIMULATED, value="true", effect="NoSchedule")
-            node.spec.taints = [*(node.spec.taints or []), taint]
-            node.spec.unschedulable = None
-            name = node.metadata.name
-            creates.append((f"create node {name}", self.core.create_node, (node,), {}))
-            self._fences["NodeAdd"] += 1
-            # The TaintNodesByCondition admission plugin adds not-ready on create; with no kubelet and no
-            # node controller nobody would lift it. The adapter is the kubelet: the node is Ready.
-            taints = {"spec": {"taints": [t.to_dict() for t in node.spec.taints]}}
-            readies.append((f"taint node {name}", self.core.patch_node, (name, taints), {}))
-            readies.append((f"ready node {name}", self.core.patch_node_status, (name, status), {}))
-        # kube-scheduler's node tree keeps the order nodes were added in (per zone), and with
-        # `parallelism: 1` that order decides score ties (scheduler/ties.py): created one by one, in the
-        # platform's order. The patches that follow change no order: a few at once
-        for what, fn, args, kw in creates:
-            self.calls(what, fn, *args, **kw)
-        self.calls.all(readies)
+        self._fences["NodeAdd"] += len(nodes)
+        kubelet.create_nodes(nodes, self.run_id, self.calls, self.http)
         self.watch.start()
         try:
             self.policy.wait_nodes(len(nodes))
@@ -152,7 +133,7 @@ class ApiServerCluster(expedite.BackoffExpedite):
         self.watch.track(name, kube=kube)
         self._fences["UnschedulablePodAdd"] += kube
         try:
-            self.calls(f"create pod {name}", self.core.create_namespaced_pod, self.namespace, pod, ok=(409,))
+            self.calls(f"create pod {name}", self.http.create_pod, self.namespace, pod, ok=(409,))
         except BackendError as exc:
             self._break(str(exc))
         if isinstance(self.policy, TimeoutPolicy):
@@ -219,10 +200,9 @@ class ApiServerCluster(expedite.BackoffExpedite):
                 self._unfenced_deletes = self._moved = True
             self.calls(
                 f"delete pod {name}",
-                self.core.delete_namespaced_pod,
+                self.http.delete_pod,
                 name,
                 self.namespace,
-                grace_period_seconds=0,
                 ok=(404,),
             )
         except BackendError as exc:
@@ -238,7 +218,7 @@ class ApiServerCluster(expedite.BackoffExpedite):
                 try:
                     self.calls(
                         f"cordon {name}",
-                        self.core.patch_node,
+                        self.http.patch_node,
                         name,
                         {"spec": {"unschedulable": not schedulable}},
                     )

@@ -30,12 +30,13 @@ from kubernetes import client
 
 from batkube_py.cluster.apiserver import ApiServerCluster
 from batkube_py.cluster.base import BackendError, Binding, Unschedulable
-from batkube_py.cluster.embedded import EmbeddedCluster, Outcome
+from batkube_py.cluster.embedded import EmbeddedCluster
 from batkube_py.cluster.parity import Parity
 from batkube_py.cluster.realgroups import RealGroups
+from batkube_py.cluster.shadowjudge import ShadowJudge
 from batkube_py.cluster.sync import SyncOptions
 from batkube_py.controlplane.clock import ClockError, SchedulerClock
-from batkube_py.scheduler.framework import Decision, Profile
+from batkube_py.scheduler.framework import Profile
 from batkube_py.scheduler.podinfo import PodInfo
 from batkube_py.scheduler.queue import QueueConfig
 from batkube_py.scheduler.snapshot import InvariantViolation
@@ -50,7 +51,7 @@ UNGATE_EVENT = "UnscheduledPodUpdatePodSchedulingGatesEliminated"
 UNGATE = [{"op": "remove", "path": "/spec/schedulingGates"}]
 
 
-class QueueCluster(ApiServerCluster):
+class QueueCluster(ShadowJudge, ApiServerCluster):
     def __init__(
         self,
         nodes: list[client.V1Node],
@@ -79,8 +80,10 @@ class QueueCluster(ApiServerCluster):
         self._several_priorities: set[int] = set()
         self._bind_times: dict[str, float] = {}  # bound pods still running: their binding's step time
         self._real_wake: float | None = None
+        self._deleting: set[str] = set()  # pods whose delete may still be on its way
         self.steps = 0
         self.settle_wall = 0.0
+        self.settle_split = [0.0, 0.0]  # of it, the scheduler's own wait for the step's events, its work
         self.attempts_real = 0
         self.pod_groups = RealGroups(self)
         super().__init__(nodes, api, sync, scheduler_names=set(kube_names), kube_names=kube_names, **kw)
@@ -151,7 +154,8 @@ class QueueCluster(ApiServerCluster):
             return
         self._begin(now)
         self.shadow.add_pod(pod, job_id, now)
-        pod = copy.deepcopy(pod)
+        # _prepare sets fields of the metadata and spec, never inside them: their copies are enough
+        pod = pod.model_copy(update={"metadata": pod.metadata.model_copy(), "spec": pod.spec.model_copy()})
         name = self._prepare(pod)
         first = len(self._several_priorities) == 1
         self._several_priorities.add(self.priorities[name])
@@ -162,10 +166,10 @@ class QueueCluster(ApiServerCluster):
                     self._start_time(bound, at)
         self.watch.track(name)
         self._count("UnscheduledPodAdd")
-        try:
-            self.calls(f"create pod {name}", self.core.create_namespaced_pod, self.namespace, pod)
-        except BackendError as exc:
-            self._break(str(exc))
+        if name in self._deleting:
+            self._drain()
+        # in the background, in order: the step's settle waits for the scheduler to have seen them all
+        self.calls.later(f"create pod {name}", self.http.create_pod, self.namespace, pod, ordered=True)
 
     def supports_gates(self) -> bool:
         return True
@@ -178,6 +182,7 @@ class QueueCluster(ApiServerCluster):
         if self.broken or name not in self.specs:
             return
         self._begin(now)
+        self._drain()  # the pod's create (in the background) is acknowledged first
         self._count(UNGATE_EVENT)
         try:
             self.calls(f"ungate pod {name}", self.core.patch_namespaced_pod, name, self.namespace, UNGATE)
@@ -194,9 +199,9 @@ class QueueCluster(ApiServerCluster):
         self._bind_times.pop(name, None)
         node = self._forget(name)
         self._count("AssignedPodDelete" if node is not None else "UnscheduledPodDelete")
+        self._deleting.add(name)
+        self.calls.later(f"delete pod {name}", self.http.delete_pod, name, self.namespace, ok=(404,))
         try:
-            self.calls(f"delete pod {name}", self.core.delete_namespaced_pod, name, self.namespace,
-                       grace_period_seconds=0, ok=(404,))  # fmt: skip
             self.pod_groups.deleted(name)
         except BackendError as exc:
             self._break(str(exc))
@@ -204,6 +209,7 @@ class QueueCluster(ApiServerCluster):
     def set_nodes_schedulable(self, nodes: list[str], schedulable: bool, now: float) -> None:
         self.shadow.set_nodes_schedulable(nodes, schedulable, now)
         self._begin(now)
+        self._drain()
         for name in nodes:
             self._node_patches += 1
             # a cordon alone is counted under the taint label only when it changes something; the
@@ -212,19 +218,25 @@ class QueueCluster(ApiServerCluster):
                      "spec": {"unschedulable": not schedulable}}  # fmt: skip
             self._count(NODE_EVENT)
             try:
-                self.calls(f"cordon {name}", self.core.patch_node, name, patch)
+                self.calls(f"cordon {name}", self.http.patch_node, name, patch)
             except BackendError as exc:
                 self._break(str(exc))
 
     def schedule(self, now: float) -> list[Binding]:
         self._alive()
         self.now = now
-        self._begin(now)
+        begin = None
+        if self._origin is None:
+            self._begin(now)
+        elif self._step is None or now > self._step:
+            begin, self._step = now, now  # the settle request begins the step
         tick = math.floor(now / FLUSH_PERIOD + TICK_TOLERANCE) * FLUSH_PERIOD
         flush = tick if tick > self._last_tick else None
         t0 = time.monotonic()
+        self._drain()
+        self._alive()
         try:
-            st = self.clock.settle(self._want, flush)
+            st = self.clock.settle(self._want, flush, begin)
         except ClockError as exc:
             self._break(f"kube-scheduler did not settle at t={now}: {exc}")
             raise BackendError(self.broken or str(exc)) from None
@@ -234,6 +246,9 @@ class QueueCluster(ApiServerCluster):
         self.attempts_real += len(st.get("popped") or [])
         real_bound = self._collect(st)
         self.settle_wall += time.monotonic() - t0
+        events, work = st.get("wall") or (0.0, 0.0)
+        self.settle_split[0] += events
+        self.settle_split[1] += work
         popped = st.get("popped") or []
         self._real = {"popped": popped, "bound": real_bound, "last": {q: i for i, q in enumerate(popped)}}
         self._tried = set()
@@ -284,83 +299,9 @@ class QueueCluster(ApiServerCluster):
         if len(self._several_priorities) < 2 or self._origin is None:
             return  # without a GetPodStartTime reader to tell apart, one call a pod saved
         started = {"status": {"startTime": self._origin + timedelta(seconds=math.floor(at))}}
+        self._drain()
         self._count("AssignedPodUpdate")
         self.calls(f"start pod {pod}", self.core.patch_namespaced_pod_status, pod, self.namespace, started)
-
-    # ---- the shadow twin ------------------------------------------------------------------------
-
-    def attempt(self, pod: PodInfo, twin: Decision, now: float) -> Outcome:
-        """The twin's queue popped `pod`: what did the real scheduler do with it in this step?"""
-        self._tried.add(pod.name)
-        if self._catch_up(pod.name, now):  # judged on the state the real scheduler tried it on
-            twin = self.shadow.profiles[pod.scheduler_name].schedule_one(pod, self.shadow.nodes)
-        index = self.shadow.nodes.index
-        node = self._real["bound"].get(pod.name)
-        if node is not None:
-            self.parity.check(pod, twin, self.shadow, index[node], now)
-            return Outcome(index[node])
-        if pod.name not in self._real["popped"]:
-            self.parity.timing(now, pod, "the twin's queue tried it, kube-scheduler's did not",
-                               self.shadow.nodes.names, twin)  # fmt: skip
-            return Outcome(None)
-        with self.watch.cond:
-            view = self.watch.pods.get(pod.name)
-            victims = tuple(p for p, _ in self.watch.evictions)
-        nominated = index.get(view.nominated) if view is not None and view.nominated else None
-        self.parity.failed(pod, twin, self.shadow, nominated, view.reason if view else "", now)
-        return Outcome(None, nominated, victims)
-
-    def _catch_up(self, name: str, now: float) -> bool:
-        """Mirror the real bindings of pods the real queue popped before `name` and the twin's has not
-        yet: the pops came in another order (a timing mismatch), and the pod is judged on the real state."""
-        last = self._real["last"]
-        if (i := last.get(name)) is None:
-            return False
-        index, names = self.shadow.nodes.index, self.shadow.nodes.names
-        moved = False
-        for q, node in self._real["bound"].items():
-            j = last.get(q)
-            if q == name or q in self._tried or j is None or j > i or q not in self.shadow.pods:
-                continue
-            why = f"kube-scheduler's queue tried it before {name}, the twin's queue after"
-            self.parity.timing(now, self.shadow.pods[q], why, names, None, node)
-            self.shadow.bind(q, index[node], now)
-            self._tried.add(q)
-            moved = True
-        return moved
-
-    def _shortcut(self, now: float) -> None:
-        """Pods the twin's queue retried without a cycle (they fit no node, queue.py): tried at this time
-        as the ones it popped, their failure certain; the real scheduler must have tried and failed them."""
-        names = self.shadow.nodes.names
-        for name in self.shadow.queue.shortcut or ():
-            pod = self.shadow.pods.get(name)
-            if pod is None or name in self._tried:
-                continue
-            self._tried.add(name)
-            if (node := self._real["bound"].get(name)) is not None:
-                self.parity.bindings += 1
-                self.parity.mismatch(now, pod, "the twin's queue found it fits no node", node)
-                self.shadow.bind(name, self.shadow.nodes.index[node], now)
-            elif name in self._real["popped"]:
-                self.parity.failures += 1
-            else:
-                why = "the twin's queue tried it, kube-scheduler's did not"
-                self.parity.timing(now, pod, why, names, None)
-        self.shadow.queue.shortcut = []
-
-    def _mirror_untried(self, now: float) -> None:
-        """Real bindings of pods the twin's queue did not pop now: a timing mismatch, mirrored anyway."""
-        index, names = self.shadow.nodes.index, self.shadow.nodes.names
-        why = "kube-scheduler's queue tried it, the twin's did not"
-        for pod, node in self._real["bound"].items():
-            if pod in self._tried or pod not in self.shadow.pods:
-                continue
-            self.parity.timing(now, self.shadow.pods[pod], why, names, None, node)
-            self.shadow.bind(pod, index[node], now)
-        for pod in set(self._real["popped"]) - self._tried - set(self._real["bound"]):
-            if pod in self.shadow.pods:
-                self.parity.timing(now, self.shadow.pods[pod], why, names, None)
 
     # ---- Backend protocol -----------------------------------------------------------------------
 
@@ -372,6 +313,9 @@ class QueueCluster(ApiServerCluster):
             if g.pod in self.shadow.pods:
                 self.shadow.delete_pod(g.pod, now)
         return gone
+
+    def pending(self) -> int:
+        return len(self.requests) - len(self.node_of)
 
     def next_wakeup(self) -> float | None:
         if self.broken:
@@ -388,10 +332,20 @@ class QueueCluster(ApiServerCluster):
             **self.parity.summary(),
         }
 
+    def _drain(self) -> None:
+        """Wait for the writes started in the background (their failure breaks the run, as before)."""
+        self._deleting.clear()
+        try:
+            self.calls.drain()
+        except BackendError as exc:
+            self._break(str(exc))
+
     def close(self) -> None:
         if not self._closed:
-            log.info("queue: %d steps, %d attempts by kube-scheduler's own queue, %.1f s waiting for it",
-                     self.steps, self.attempts_real, self.settle_wall)  # fmt: skip
+            self._drain()
+            log.info("queue: %d steps, %d attempts by kube-scheduler's own queue, %.1f s waiting for it "
+                     "(%.1f s until it had seen the steps' writes, %.1f s of its work)", self.steps,
+                     self.attempts_real, self.settle_wall, *self.settle_split)  # fmt: skip
             self.parity.close()
             self.clock.end()
         super().close()

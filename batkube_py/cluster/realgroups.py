@@ -60,6 +60,7 @@ class RealGroups:
         if priority:
             g.spec.priority_class_name = c._priority_class(priority)
         self.pods_of.setdefault(name, set())
+        c._drain()  # in the order the adapter made them: pods created before, then the group
         c._count(GROUP_ADD)
         c.calls(f"create pod group {name}", self.api.create_namespaced_pod_group, c.namespace, g)
 
@@ -80,6 +81,7 @@ class RealGroups:
         if left:
             return
         del self.pods_of[group]
+        c._drain()  # its last member's delete first
         # the podgroup-protection finalizer holds a deleted group until the controller-manager sees no
         # pod naming it; there is none here, so the adapter lifts it (each write is one handler run)
         c._count(GROUP_UPDATE)

@@ -13,8 +13,10 @@ import time
 from dataclasses import dataclass
 
 import urllib3
-from kubernetes import client, watch
+from kubernetes import client
 from kubernetes.client.rest import ApiException
+
+from batkube_py.controlplane.kubehttp import KubeHttp
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +40,8 @@ class PodWatch:
 
     def __init__(self, core: client.CoreV1Api, namespace: str):
         self.core = core
+        # raw JSON, not the generated models: three events a pod, decoded beside the adapter's own work
+        self.http = KubeHttp(core.api_client)
         self.namespace = namespace
         self.pods: dict[str, PodView] = {}
         self.bound: list[tuple[int, str, str]] = []  # (rv, pod, node), not yet handed out
@@ -61,16 +65,17 @@ class PodWatch:
 
     # ---- state updates --------------------------------------------------------------------------
 
-    def _apply(self, pod: client.V1Pod, deleted: bool = False) -> None:
-        name = pod.metadata.name
-        rv = int(pod.metadata.resource_version or 0)
+    def _apply(self, pod: dict, deleted: bool = False) -> None:
+        meta, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
+        name, uid = meta.get("name"), meta.get("uid")
+        rv = int(meta.get("resourceVersion") or 0)
         with self.cond:
             view = self.pods.get(name)
-            if view is not None and pod.metadata.uid in view.stale:
+            if view is not None and uid in view.stale:
                 return
             if view is not None and view.uid is None:
-                view.uid = pod.metadata.uid
-            going = deleted or pod.metadata.deletion_timestamp is not None
+                view.uid = uid
+            going = deleted or meta.get("deletionTimestamp") is not None
             if view is not None and view.node is not None and going and not view.evicted:
                 # we forget pods before deleting them: this is someone else's delete (a preemption)
                 view.evicted = True
@@ -79,15 +84,17 @@ class PodWatch:
                 self.pods.pop(name, None)
             elif view is not None and rv >= view.rv:
                 view.rv = rv
-                if pod.spec.node_name and view.node is None:
-                    view.node = pod.spec.node_name
+                if spec.get("nodeName") and view.node is None:
+                    view.node = spec["nodeName"]
                     self.bound.append((rv, name, view.node))
                     self.bindings_seen += 1
-                view.nominated = (pod.status.nominated_node_name if pod.status else None) or None
-                for c in (pod.status.conditions if pod.status else None) or []:
+                view.nominated = status.get("nominatedNodeName") or None
+                for c in status.get("conditions") or []:
                     # SchedulingGated is the apiserver's mark of a gated pod, not a failed attempt
-                    if c.type == "PodScheduled" and c.status == "False" and c.reason != "SchedulingGated":
-                        view.marked, view.reason = True, c.message or c.reason or ""
+                    if c.get("type") == "PodScheduled" and c.get("status") == "False" and (
+                        c.get("reason") != "SchedulingGated"
+                    ):
+                        view.marked, view.reason = True, c.get("message") or c.get("reason") or ""
             self.last_event = time.monotonic()
             self.cond.notify_all()
 
@@ -135,43 +142,32 @@ class PodWatch:
     def sync(self) -> None:
         """Apply the namespace's current state now, without waiting for its watch events (which may
         still be on the way): the watch keeps its resourceVersion, and the late events change nothing."""
-        pods = self.core.list_namespaced_pod(self.namespace, _request_timeout=30)
-        for pod in sorted(pods.items, key=lambda p: int(p.metadata.resource_version or 0)):
+        self._list()
+
+    def _list(self) -> str:
+        pods = self.http.list_pods(self.namespace)
+        items = pods.get("items") or []
+        for pod in sorted(items, key=lambda p: int(p["metadata"].get("resourceVersion") or 0)):
             self._apply(pod)
+        return (pods.get("metadata") or {}).get("resourceVersion") or self._rv
 
     def _relist(self) -> None:
-        pods = self.core.list_namespaced_pod(self.namespace, _request_timeout=30)
-        for pod in sorted(pods.items, key=lambda p: int(p.metadata.resource_version or 0)):
-            self._apply(pod)
-        self._rv = pods.metadata.resource_version
+        self._rv = self._list()
         self.relists += 1
 
     def _run(self) -> None:
         delay = 0.05
         while not self._stop.is_set():
             try:
-                w = watch.Watch()
-                for ev in w.stream(
-                    self.core.list_namespaced_pod,
-                    self.namespace,
-                    resource_version=self._rv,
-                    allow_watch_bookmarks=True,
-                    timeout_seconds=self.WATCH_SECONDS,
-                    _request_timeout=(5, 330),
-                ):
+                for ev in self.http.watch_pods(self.namespace, self._rv, self.WATCH_SECONDS):
                     if self._stop.is_set():
-                        w.stop()
                         return
-                    obj, kind = ev["object"], ev["type"]
+                    obj, kind = ev.get("object") or {}, ev.get("type")
                     if kind == "ERROR":
-                        code = obj.get("code", 500) if isinstance(obj, dict) else getattr(obj, "code", 500)
-                        raise ApiException(status=code, reason="watch error event")
-                    if isinstance(obj, dict):  # bookmarks arrive undeserialised
-                        self._rv = obj.get("metadata", {}).get("resourceVersion", self._rv)
-                        continue
+                        raise ApiException(status=obj.get("code", 500), reason="watch error event")
                     if kind != "BOOKMARK":
                         self._apply(obj, deleted=kind == "DELETED")
-                    self._rv = obj.metadata.resource_version or self._rv
+                    self._rv = (obj.get("metadata") or {}).get("resourceVersion") or self._rv
                     delay = 0.05
                 continue  # the watch timed out normally: resume from the last resourceVersion
             except ApiException as exc:

@@ -9,11 +9,11 @@
 //	                      whole second after the clock's time when the run took it; returned, with the
 //	                      scheduler's nextStartNodeIndex)
 //	(the adapter writes the step's deletes, node changes and pods to the apiserver)
-//	POST /settle?run=ID&want=L:N,...[&tick=K]
+//	POST /settle?run=ID&want=L:N,...[&tick=K][&t=T]
 //	                      wait until the scheduler's event handlers have run N times for each label L
 //	                      (the adapter's writes are in the queue), do the leftover flush of the 30-s tick
 //	                      K (simulated seconds) if given, let the scheduler pop, and answer once it has
-//	                      nothing left to do at T
+//	                      nothing left to do at T (with t: begin at T first, for a step that wrote nothing)
 //	POST /end?run=ID       give the clock back to the wall
 //
 // Everything here uses exported upstream API only: SchedulingQueue's listing and lookup methods,
@@ -145,9 +145,16 @@ func (c *control) serve(ctx context.Context, address string) error {
 	return nil
 }
 
+// reply always states its length (never chunked), so a client can read it with one header.
 func (c *control) reply(w http.ResponseWriter, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(v)
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	_, _ = w.Write(body)
 }
 
 // owner: the run named in the request drives the clock (taking it if nobody does); "" if it may not.
@@ -174,28 +181,38 @@ func (c *control) owner(w http.ResponseWriter, r *http.Request) bool {
 }
 
 func (c *control) begin(w http.ResponseWriter, r *http.Request) {
-	t, err := strconv.ParseFloat(r.URL.Query().Get("t"), 64)
-	if err != nil || t < 0 || math.IsInf(t, 0) || math.IsNaN(t) {
-		http.Error(w, "t: simulated seconds >= 0 expected", http.StatusBadRequest)
-		return
-	}
 	c.steps.Lock()
 	defer c.steps.Unlock()
 	if !c.owner(w, r) {
 		return
 	}
 	c.hold(true)
+	at, ok := c.setTime(w, r.URL.Query().Get("t"))
+	if !ok {
+		return
+	}
+	c.reply(w, map[string]any{"now": c.sim(at), "origin": c.origin.Unix(), "next_start_node_index": c.nextStart()})
+}
+
+// setTime moves the queue's clock to simulated time t (the pops held); false once it has answered the
+// request with the error.
+func (c *control) setTime(w http.ResponseWriter, arg string) (time.Time, bool) {
+	t, err := strconv.ParseFloat(arg, 64)
+	if err != nil || t < 0 || math.IsInf(t, 0) || math.IsNaN(t) {
+		http.Error(w, "t: simulated seconds >= 0 expected", http.StatusBadRequest)
+		return time.Time{}, false
+	}
 	at := c.origin.Add(time.Duration(math.Round(t * 1e9)))
 	if now := c.clock.Now(); at.Before(now) {
 		// the same simulated time again: the clock has only moved by the steps of tick()
 		if now.Sub(at) >= time.Millisecond {
 			http.Error(w, fmt.Sprintf("t=%v is before the clock (%v)", t, c.sim(now)), http.StatusConflict)
-			return
+			return time.Time{}, false
 		}
 		at = now
 	}
 	c.clock.SetTime(at)
-	c.reply(w, map[string]any{"now": c.sim(at), "origin": c.origin.Unix(), "next_start_node_index": c.nextStart()})
+	return at, true
 }
 
 // nextStart is the scheduler's nextStartNodeIndex: where its next filtering starts in the node list (with
@@ -255,7 +272,13 @@ func (c *control) settle(w http.ResponseWriter, r *http.Request) {
 	if !c.owner(w, r) {
 		return
 	}
-	deadline := time.Now().Add(timeout)
+	if arg := q.Get("t"); arg != "" { // a step with no write of its own: begin and settle in one request
+		if _, ok := c.setTime(w, arg); !ok {
+			return
+		}
+	}
+	start := time.Now()
+	deadline := start.Add(timeout)
 	// 1. every change the adapter made is in the scheduler's cache and queue
 	for {
 		missing := ""
@@ -287,6 +310,7 @@ func (c *control) settle(w http.ResponseWriter, r *http.Request) {
 		flushed = c.flushLeftover(c.origin.Add(time.Duration(math.Round(tick * 1e9))))
 	}
 	// 3. pop until nothing is left to do at this time
+	seen := time.Now()
 	before := c.metrics()
 	c.mu.Lock()
 	c.popped = nil
@@ -330,5 +354,7 @@ func (c *control) settle(w http.ResponseWriter, r *http.Request) {
 	c.popped = nil
 	c.mu.Unlock()
 	st["preempting"] = c.metrics().preempts > before.preempts
+	// wall seconds waiting for the step's events, then for the scheduler's work (for benchmarks)
+	st["wall"] = []float64{seen.Sub(start).Seconds(), time.Since(seen).Seconds()}
 	c.reply(w, st)
 }

@@ -1,0 +1,88 @@
+"""The shadow twin's side of a `--sync queue` step: each pod the twin's queue tries is judged against what
+the real kube-scheduler did with it in the same step (a binding against the twin's best nodes, a failure
+against the twin's failure), a pod only one queue tried is a timing mismatch, and the shadow then mirrors
+the real outcome so that both go on from the real state (queued.py runs the step)."""
+
+from __future__ import annotations
+
+from batkube_py.cluster.embedded import Outcome
+from batkube_py.scheduler.framework import Decision
+from batkube_py.scheduler.podinfo import PodInfo
+
+
+class ShadowJudge:
+    """Mixed into QueueCluster: `_real` holds what the real scheduler popped and bound in this step,
+    `_tried` the pods the twin's queue tried."""
+
+    def attempt(self, pod: PodInfo, twin: Decision, now: float) -> Outcome:
+        """The twin's queue popped `pod`: what did the real scheduler do with it in this step?"""
+        self._tried.add(pod.name)
+        if self._catch_up(pod.name, now):  # judged on the state the real scheduler tried it on
+            twin = self.shadow.profiles[pod.scheduler_name].schedule_one(pod, self.shadow.nodes)
+        index = self.shadow.nodes.index
+        node = self._real["bound"].get(pod.name)
+        if node is not None:
+            self.parity.check(pod, twin, self.shadow, index[node], now)
+            return Outcome(index[node])
+        if pod.name not in self._real["popped"]:
+            self.parity.timing(now, pod, "the twin's queue tried it, kube-scheduler's did not",
+                               self.shadow.nodes.names, twin)  # fmt: skip
+            return Outcome(None)
+        with self.watch.cond:
+            view = self.watch.pods.get(pod.name)
+            victims = tuple(p for p, _ in self.watch.evictions)
+        nominated = index.get(view.nominated) if view is not None and view.nominated else None
+        self.parity.failed(pod, twin, self.shadow, nominated, view.reason if view else "", now)
+        return Outcome(None, nominated, victims)
+
+    def _catch_up(self, name: str, now: float) -> bool:
+        """Mirror the real bindings of pods the real queue popped before `name` and the twin's has not
+        yet: the pops came in another order (a timing mismatch), and the pod is judged on the real state."""
+        last = self._real["last"]
+        if (i := last.get(name)) is None:
+            return False
+        index, names = self.shadow.nodes.index, self.shadow.nodes.names
+        moved = False
+        for q, node in self._real["bound"].items():
+            j = last.get(q)
+            if q == name or q in self._tried or j is None or j > i or q not in self.shadow.pods:
+                continue
+            why = f"kube-scheduler's queue tried it before {name}, the twin's queue after"
+            self.parity.timing(now, self.shadow.pods[q], why, names, None, node)
+            self.shadow.bind(q, index[node], now)
+            self._tried.add(q)
+            moved = True
+        return moved
+
+    def _shortcut(self, now: float) -> None:
+        """Pods the twin's queue retried without a cycle (they fit no node, queue.py): tried at this time
+        as the ones it popped, their failure certain; the real scheduler must have tried and failed them."""
+        names = self.shadow.nodes.names
+        for name in self.shadow.queue.shortcut or ():
+            pod = self.shadow.pods.get(name)
+            if pod is None or name in self._tried:
+                continue
+            self._tried.add(name)
+            if (node := self._real["bound"].get(name)) is not None:
+                self.parity.bindings += 1
+                self.parity.mismatch(now, pod, "the twin's queue found it fits no node", node)
+                self.shadow.bind(name, self.shadow.nodes.index[node], now)
+            elif name in self._real["popped"]:
+                self.parity.failures += 1
+            else:
+                why = "the twin's queue tried it, kube-scheduler's did not"
+                self.parity.timing(now, pod, why, names, None)
+        self.shadow.queue.shortcut = []
+
+    def _mirror_untried(self, now: float) -> None:
+        """Real bindings of pods the twin's queue did not pop now: a timing mismatch, mirrored anyway."""
+        index, names = self.shadow.nodes.index, self.shadow.nodes.names
+        why = "kube-scheduler's queue tried it, the twin's did not"
+        for pod, node in self._real["bound"].items():
+            if pod in self._tried or pod not in self.shadow.pods:
+                continue
+            self.parity.timing(now, self.shadow.pods[pod], why, names, None, node)
+            self.shadow.bind(pod, index[node], now)
+        for pod in set(self._real["popped"]) - self._tried - set(self._real["bound"]):
+            if pod in self.shadow.pods:
+                self.parity.timing(now, self.shadow.pods[pod], why, names, None)
