@@ -304,12 +304,57 @@ def cases() -> list[Case]:
             config=RANKED,
             events=failures,
         ),
+        *queue_cases(),
         Case(
             "ranked-memory",
             ranked(["4", "4", "4"], memory="4Gi"),
             _jobs(15, 40, lambda r, i: {"cpu": "500m", "memory": r.choice(("1Gi", "1536Mi", "3Gi"))}),
             config=RANKED,
         ),
+    ]
+
+
+def _gated(seed: int, jobs: list[dict], p: float, after=(3, 8, 20, 45, 90)) -> list[dict]:
+    """Some jobs' pods held behind a scheduling gate until a later simulated time (gatedUntil); a group's
+    members released at different times (one gate per pod), the first often at once."""
+    rng = random.Random(seed)
+    for j in jobs:
+        if rng.random() >= p:
+            continue
+        if j.get("res", 1) > 1:
+            j["gatedUntil"] = [j["subtime"] + rng.choice((0, *after)) for _ in range(j["res"])]
+        else:
+            j["gatedUntil"] = j["subtime"] + rng.choice(after)
+    return jobs
+
+
+def queue_cases() -> list[Case]:
+    """Cases whose outcome lives in the scheduling queue (issue 25): scheduling gates lifted at simulated
+    times, and pods parked past podMaxInUnschedulablePodsDuration (5 min), where the 30-s leftover flush
+    retries them and refreshes their queue timestamps (so their order against later pods changes)."""
+    long_gates = [{"id": f"late{i}", "subtime": 2 + i, "delay": 20, "cpu": "1", "gatedUntil": 400 + 37 * i}
+                  for i in range(3)]  # fmt: skip
+    # host 2 (rank 3) is down from 10 s to 700 s; pods pinned to it are rejected by NodeUnschedulable and
+    # NodeAffinity, whose events (a node's taint or labels changing) never come while it is down, and the
+    # completions elsewhere do not move them: they stay parked until the leftover flush retries them (the
+    # first pinned pod at 330 and 660, the second at 360 and 690, the third, parked at 400, never), which
+    # refreshes their queue timestamps: when the node returns, the third goes first
+    down = [{"timestamp": 10, "type": "machine_unavailable", "resources": "2"},
+            {"timestamp": 700, "type": "machine_available", "resources": "2"}]  # fmt: skip
+    pinned = [{"id": f"pin{i}", "subtime": t, "delay": 30, "cpu": "2", "nodeSelector": {"rank": "3"}}
+              for i, t in enumerate((20, 50, 400))]  # fmt: skip
+    rng = random.Random(31)
+    small = [{"id": f"s{i}", "subtime": 12 + 10 * i, "delay": rng.choice((40, 70, 110)),
+              "cpu": rng.choice(("1", "2"))} for i in range(60)]  # fmt: skip
+    parked = pinned + _gated(42, small, 0.1, after=(5, 20, 340)) + long_gates
+    return [
+        Case(
+            "scheduling-gates",
+            ranked(["2", "2", "2", "2"]),
+            _gated(41, _jobs(16, 40, lambda r, i: _cpu(r)), 0.5) + long_gates,
+            config=RANKED,
+        ),
+        Case("parked-past-max", ranked(["2", "2", "2"]), parked, config=RANKED, events=down),
     ]
 
 
@@ -386,6 +431,13 @@ def gang_cases() -> list[Case]:
             "gang-preemption",
             ranked(["2"] * 4),
             _jobs(24, 30, lambda r, i: {**_cpu(r), "priority": r.choice((0, 0, 10, 100)), **_gang(r)}),
+            config=GANG_CONFIG,
+        ),
+        # members of a group released at different times: the group is tried once its last gate is lifted
+        Case(
+            "gang-quorum-late",
+            ranked(["2"] * 4),
+            _gated(43, _jobs(26, 30, lambda r, i: {**_cpu(r), **_gang(r, p=0.6)}), 0.7),
             config=GANG_CONFIG,
         ),
         Case(

@@ -29,10 +29,12 @@ CASES = {c.name: c for c in gang_cases()}
 # gang-topology (exact in the last runs; once, with a 1-s backoff cap on a loaded machine, one group was
 # retried 2 s later by the real queue, unexplained); gang-mixed and gang-node-failures (no timing row,
 # the same node for every pod, the same makespan, but 1-7 start times 0.0006 s apart, varying run to run:
-# the real run's steps shift a completion by one message exchange); gang-preemption (18 timing rows:
-# pods of preempted jobs and parked single pods tried in another order, issue 25; yet the same makespan
-# and mean wait, and all but 2 start times equal).
-EXACT = {"gang-after-completions", "gang-never-fits"}
+# the real run's steps shift a completion by one message exchange; exact in every run since groups failed
+# in one step keep their try order on both sides, 2026-11-25, not yet promoted); gang-preemption (no
+# timing row since the twin no longer wakes the pods a nominated member held back when that member is
+# bound — 18 before —, but preemption ties: upstream's dry run starts at a random offset, the twin's at
+# a seeded one, so a victim node may differ).
+EXACT = {"gang-after-completions", "gang-never-fits", "gang-quorum-late"}
 _RUNS: dict[str, tuple[dict, dict, list[dict], Path]] = {}
 
 
@@ -85,6 +87,7 @@ def test_real_group_cycle_agrees_with_the_twin(controlplane_gangs, tmp_path_fact
     assert real["parity_bindings_checked"] + mirrored >= bound > 0  # every real binding judged or a row
     assert real["over_allocations"] == twin["over_allocations"] == 0
     assert real["jobs_rejected"] == twin["jobs_rejected"]
+    assert (real["gated_pods"], real["gates_lifted"]) == (twin["gated_pods"], twin["gates_lifted"])
     for s in (real, twin):
         assert s["jobs_unfinished"] == 0 and s["error"] is None  # no job lost
 

@@ -238,3 +238,23 @@ def test_skipping_a_cycle_that_ends_at_its_first_member_changes_no_decision(tmp_
     slow = play(recorder)
     recorder.close()
     assert fast == slow and len(fast) > 500
+
+
+def test_binding_a_nominated_member_wakes_no_pod_it_held_back():
+    """A pod leaving its nominated node by being bound is removed from the queue with inBinding
+    (eventhandlers.go, deletePodFromSchedulingQueue): no AssignedPodDelete move for the lower-priority
+    pods that counted it on that node, as for a deleted nominated pod."""
+    c = EmbeddedCluster(nodes(1, core="2"))
+    c.add_pod(pod("busy", cpu="2"), "busy", 0.0)
+    assert [b.pod for b in c.schedule(0.0)] == ["busy"]
+    c.add_pod_group(group("g", 1, priority=10), 1.0)
+    c.add_pod(pod("g-0", cpu="2", grp="g", priority=10), "g", 1.0)
+    assert c.schedule(1.0) == []  # the group backs off until 3.0
+    c.nominate(c.pods["g-0"], 0)  # as its preemption would
+    c.add_pod(pod("low", cpu="2"), "low", 1.2)
+    assert c.schedule(1.2) == []
+    c.delete_pod("busy", 1.5)
+    assert c.schedule(1.5) == []  # the node is free but held for the nominated member
+    tried = c.pods["low"].attempts
+    assert [b.pod for b in c.schedule(3.0)] == ["g-0"]
+    assert c.pods["low"].attempts == tried  # not moved, not tried again

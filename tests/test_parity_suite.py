@@ -101,6 +101,7 @@ def _agrees(controlplane, tmp_path: Path, name: str, monkeypatch, version: str) 
     assert real["parity_bindings_checked"] >= real["jobs_total"] - real["jobs_rejected"] > 0
     assert real["over_allocations"] == twin["over_allocations"] == 0
     assert real["jobs_rejected"] == twin["jobs_rejected"]  # no pod given up on a stale mark
+    assert (real["gated_pods"], real["gates_lifted"]) == (twin["gated_pods"], twin["gates_lifted"])
     for s in (real, twin):
         assert s["jobs_unfinished"] == 0 and s["error"] is None
     if version != TWIN_KUBE:  # its own queue: the same pods tried at the same instants, each judged

@@ -18,8 +18,9 @@ from kubernetes import client
 
 from batkube_py.adapter import admission, gangjobs, podshape, translate
 from batkube_py.adapter.disruption import Disruptions
+from batkube_py.adapter.gates import Gates
 from batkube_py.adapter.hosts import Hosts
-from batkube_py.adapter.instant import ADD, DELETE, NODES, Cycles
+from batkube_py.adapter.instant import ADD, DELETE, NODES, UNGATE, Cycles
 from batkube_py.adapter.norequest import NoRequest
 from batkube_py.adapter.outputs import PodRecord, RunOutputs
 from batkube_py.adapter.outputs import summary as outputs_summary
@@ -51,11 +52,9 @@ class DecisionProcess:
         self.outputs = outputs
         self.backend: Backend | None = None
         self.now = 0.0
-        self.started = False
-        self.ended = False
+        self.started = self.ended = False
         self.fatal: str | None = None
-        self.no_more_jobs = False
-        self.no_more_external_events = False
+        self.no_more_jobs = self.no_more_external_events = False
         self.records: dict[str, PodRecord] = {}
         self._job_of_pod: dict[str, str] = {}
         self.hosts = Hosts()
@@ -65,10 +64,9 @@ class DecisionProcess:
         self._jobs: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}  # active job → (job, profile)
         self.disruptions = Disruptions()
         self.gangs = gangjobs.Gangs()
+        self.gates = Gates(lambda job_id: self.records[job_id].state == "Pending")  # gates.py
         self.starts = Starts(startup, self.hosts, self.gangs)
-        self.over_allocations = 0
-        self.jobs_done = 0
-        self.unknown_events = 0
+        self.over_allocations = self.jobs_done = self.unknown_events = 0
         self._wakeups: list[float] = []  # CALL_ME_LATER times asked for and not yet reached
         self._to_build: list[admission.PodToBe] = []
         # shapes some node can hold, while in use: a job with fields of its own has a shape of its own
@@ -99,6 +97,7 @@ class DecisionProcess:
         self.now = msg.now
         self._wakeups = [t for t in self._wakeups if t > msg.now + TIME_RESOLUTION]
         reply = Reply(msg.now)
+        self.gates.stage_due(msg.now, lambda t, job_id, op: self._stage(t, UNGATE, job_id, op), self.backend)
         for event in msg.events:
             self._cycles_due(event.timestamp, reply)
             handler = getattr(self, "_on_" + event.type.lower())
@@ -110,8 +109,7 @@ class DecisionProcess:
             self._drain(reply)
         else:
             self.starts.run_due(self.now, self.records, reply)
-        wakes = [self.cycles.due(), self.starts.next_due()]
-        wakes = [w for w in wakes if w is not None]
+        wakes = [w for w in (self.cycles.due(), self.starts.next_due(), self.gates.due()) if w is not None]
         if wakes and self.fatal is None:
             want = min(wakes)
             # every reply asks again for what is due next, so a wake-up already asked for at or before
@@ -199,6 +197,7 @@ class DecisionProcess:
         admitted = admission.admit(record, job, profile, self.backend, self._admitted, why, self.no_request)
         if not isinstance(admitted, translate.Rejection) and job["res"] > 1:
             admitted = self.gangs.admit(record, job, profile, admitted, self.backend, self._job_of_pod.keys())
+        admitted = self.gates.admit(job_id, job, submit, self.backend, admitted)
         if isinstance(admitted, translate.Rejection):
             return self._reject(record, reply, admitted)
         self._jobs[job_id] = (job, profile)
@@ -209,7 +208,7 @@ class DecisionProcess:
             return
         pod = admission.PodToBe(job_id, name, admitted)
         self._to_build.append(pod)
-        self._stage(ts, ADD, job_id, lambda: backend.add_pod(pod.pod(), job_id, ts))
+        self._stage(ts, ADD, job_id, lambda: self.gates.add_pod(backend, pod.pod(), job_id, ts))
 
     def _on_job_completed(self, data: m.JobCompleted, ts: float, reply: Reply) -> None:
         record = self.records.get(data.job_id)
@@ -291,15 +290,15 @@ class DecisionProcess:
                 record.node, record.members = self.gangs.placement(record.job_id, self.hosts.host_of)
                 record.resource_id = self.gangs.by_job[record.job_id].alloc_text
             else:
-                record.node = b.node
-                record.resource_id = self.hosts.host_of[b.node]
+                record.node, record.resource_id = b.node, self.hosts.host_of[b.node]
             self.starts.bound(record, self.now, reply)
         for ev in self.backend.take_evictions():
             record = self.records[self._job_of_pod[ev.pod]]
             if record.state in ("Running", "Starting"):  # a group's other pods may follow its first
                 self._disrupt(record, ev.reason, False)
         self.disruptions.flush_kills(reply)
-        if self.no_more_jobs and (not self._unavailable or self.no_more_external_events):
+        done = self.no_more_jobs and (not self._unavailable or self.no_more_external_events)
+        if done and self.gates.none():  # a gated pod arrives in the queue later
             for gone in self.backend.give_up_pending(self.now):
                 job_id = self._job_of_pod[gone.pod]
                 if self.records[job_id].state != "Pending":
@@ -370,12 +369,12 @@ class DecisionProcess:
     def _add_pods(self, job_id: str, name: str, now: float) -> None:
         assert self.backend is not None
         if job_id in self.gangs:
-            return self.gangs.add_to(self.backend, job_id, now)
+            return self.gangs.add_to(self.gates.through(self.backend), job_id, now)
         job, profile = self._jobs[job_id]
         shape = podshape.pod_shape(job_id, job, profile)
         assert not isinstance(shape, translate.Rejection)
         pod = podshape.assemble(job_id, name, self.no_request.apply(shape, count=False))
-        self.backend.add_pod(pod, job_id, now)
+        self.gates.add_pod(self.backend, pod, job_id, now)
 
     def _final(self, record: PodRecord) -> None:
         self.jobs_done += 1
@@ -403,6 +402,7 @@ class DecisionProcess:
             **outputs_summary(self.records.values(), self.hosts.nodes.values()),
             "over_allocations": self.over_allocations,
             **self.disruptions.summary(),
+            **self.gates.summary(),
             "unknown_events": self.unknown_events,
             "error": self.fatal,
             **(self.backend.report() if self.backend is not None else {}),

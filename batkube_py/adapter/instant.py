@@ -8,9 +8,9 @@ after the first message would decide on part of the instant, so results would de
 So the cluster changes an event brings (a pod to add or delete, a node to cordon) are staged. The first
 staged change stamped `t` opens a window that closes at `t + DECISION_DELAY`; the adapter asks Batsim for
 a CALL_ME_LATER there, and at that wake-up a scheduling cycle applies every change stamped before the
-window closed, in one canonical order (completions, node changes, submissions; by job id within each:
-Batsim's own order for same-time submissions), then runs the scheduler. Changes stamped later wait for
-the next window. Backend wake-ups (kube backoff expiries) are cycles too.
+window closed, in one canonical order (completions, node changes, submissions, scheduling gates lifted;
+by job id within each: Batsim's own order for same-time submissions), then runs the scheduler. Changes
+stamped later wait for the next window. Backend wake-ups (kube backoff expiries) are cycles too.
 
 What it costs: every decision is taken DECISION_DELAY (plus Batsim's message latency) after the first
 event that led to it, in simulated time. DECISION_DELAY is twice the smallest CALL_ME_LATER gap the
@@ -27,7 +27,7 @@ from collections.abc import Callable
 from batkube_py.protocol.reply import MIN_WAKEUP_GAP, TIME_RESOLUTION
 
 DECISION_DELAY = 2 * MIN_WAKEUP_GAP
-DELETE, NODES, ADD = 0, 1, 2  # canonical order of the changes of one window
+DELETE, NODES, ADD, UNGATE = 0, 1, 2, 3  # canonical order of the changes of one window (gates.py)
 
 
 class Cycles:

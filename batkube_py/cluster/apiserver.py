@@ -139,6 +139,14 @@ class ApiServerCluster(expedite.BackoffExpedite):
         if isinstance(self.policy, TimeoutPolicy):
             self.policy.reset()
 
+    def supports_gates(self) -> bool:
+        return False
+
+    no_gates_reason = (
+        "a scheduling gate lifted on the simulated clock: the embedded backend, or --backend apiserver with "
+        "--sync queue (kube-scheduler 1.37.2) or paced; this scheduler runs on the wall clock"
+    )
+
     def _prepare(self, pod: client.V1Pod) -> str:
         """Make the job's pod one of this run's (namespace, toleration of the simulated nodes' taint,
         priority through a PriorityClass) and remember what the adapter needs of it."""

@@ -115,7 +115,18 @@ class EmbeddedCluster:
             return
         info = pod_info(pod, job_id, now, self.queue.next_seq())
         self.pods[info.name] = info
-        self.queue.add(info)
+        (self.queue.gated.add if pod.spec.scheduling_gates else self.queue.add)(info)
+
+    def supports_gates(self) -> bool:
+        return True
+
+    def ungate_pod(self, name: str, now: float) -> None:
+        """The pod's scheduling gates removed (an update of the pod: scheduler/gated.py)."""
+        if (pod := self.pods.get(name)) is None or not pod.pod.spec.scheduling_gates:
+            return
+        pod.pod.spec.scheduling_gates = None
+        if not self.groups.ungate(name):
+            self.queue.ungate(name, now)
 
     def delete_pod(self, name: str, now: float) -> None:
         info = self.pods.pop(name)

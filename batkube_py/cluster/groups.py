@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from kubernetes import client
 
 from batkube_py.cluster.base import Binding, Unschedulable
-from batkube_py.scheduler import groupcycle, groupfit
+from batkube_py.scheduler import gated, groupcycle, groupfit
 from batkube_py.scheduler.framework import POD_ADD
 from batkube_py.scheduler.grouppreemption import ongoing, preempt_group
 from batkube_py.scheduler.plugins import gangscheduling as gs
@@ -36,6 +36,7 @@ class Groups:
         # AllPodsCount by group, kept while pods only arrive: a group's members arrive one by one, and
         # recounting for each made adding a 128-pod group quadratic
         self._known: dict[str, int] = {}
+        self._tried = 0  # the group cycle's place among the instant's tries (its queue order if it fails)
 
     def known(self, group: str) -> int:
         """AllPodsCount: the group's non-terminal pods the scheduler knows, bound ones included."""
@@ -84,13 +85,23 @@ class Groups:
             self.objects.pop(group, None)
             self.messages.pop(group, None)
 
+    def ungate(self, name: str) -> bool:
+        """A member's scheduling gates removed: PreEnqueue runs again for its entity (False: not a member)."""
+        if (group := self.member_of.get(name)) is None:
+            return False
+        if (entity := self.queue.entities.get(group)) is not None and name in entity.members:
+            self.queue.ungated(entity, self.known(group))
+        return True
+
     def head(self, now: float) -> GroupEntity | None:
+        gated.flush(self.queue.gated_members(), now, self.cluster.queue.config)
         return self.queue.peek(now)
 
     def schedule(self, now: float) -> list[Binding]:
         """One group cycle for the head of the group activeQ (popped)."""
         c = self.cluster
         entity = self.queue.pop()
+        self._tried = c.queue.group_tried()
         members = entity.ordered()
         profile = c.profiles[members[0].scheduler_name]
         if len({m.scheduler_name for m in members}) > 1 or any(
@@ -99,7 +110,7 @@ class Groups:
             self.messages[entity.name] = (
                 "SchedulerError: members disagree with the group on scheduler or priority"
             )
-            self.queue.failed(entity, now, error=True)
+            self._failed(entity, now, error=True)
             return []
         pods = [c.pods[p] for p in self.pods_of.get(entity.name, ())]
         bound = [p.node for p in pods if p.node is not None]
@@ -130,7 +141,7 @@ class Groups:
                 if m.name in result.failures:
                     m.rejected_by = result.failures[m.name].rejected_by
             self._post_filter(profile, entity, members, algorithm)
-            self.queue.failed(entity, now)
+            self._failed(entity, now)
             return []
         self.messages.pop(entity.name, None)
         if gs.permit(len(bound) + len(result.placed), entity.min_count) != gs.SUCCESS:
@@ -141,7 +152,7 @@ class Groups:
         c = self.cluster
         bindings = []
         for pod, node in placed:
-            c.nominate(pod, None)
+            c.nodes.nominate(pod, None)  # bound: no move for pods it held back (inBinding, eventhandlers.go)
             c.nodes.assume(node, pod)
             pod.node, pod.bound_at = node, now
             c.note_bound()
@@ -163,8 +174,12 @@ class Groups:
         for m in members:
             if m.name in nominated:
                 c.nominate(m, nominated[m.name])
-        self.queue.failed(entity, now)
+        self._failed(entity, now)
         return []
+
+    def _failed(self, entity: GroupEntity, now: float, error: bool = False) -> None:
+        self.queue.failed(entity, now, error)
+        self.cluster.queue.group_failed(self._tried, entity)
 
     def mirror_bound(self, name: str) -> None:
         """A member bound by another scheduler while this queue did not pop its group: out of its entity."""
@@ -255,7 +270,9 @@ class Groups:
         return f"a group the cluster can hold, but {where} holds {room} of its {want} pods{per}"
 
     def next_wakeup(self) -> float | None:
-        return self.queue.next_wakeup()
+        config = self.cluster.queue.config
+        wakes = [self.queue.next_wakeup(), gated.next_flush(self.queue.gated_members(), config)]
+        return min((w for w in wakes if w is not None), default=None)
 
     def pending(self) -> int:
         return len(self.queue)

@@ -72,6 +72,12 @@ class PacedCluster(ApiServerCluster):
         self.shadow.add_pod(pod, job_id, now)
         self._prepare(copy.deepcopy(pod))
 
+    def supports_gates(self) -> bool:
+        return True  # the twin's queue decides when a pod reaches kube-scheduler: a gated one, once lifted
+
+    def ungate_pod(self, name: str, now: float) -> None:
+        self.shadow.ungate_pod(name, now)
+
     def delete_pod(self, name: str, now: float) -> None:
         if name in self.shadow.pods:
             self.shadow.delete_pod(name, now)

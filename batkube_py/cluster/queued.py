@@ -46,6 +46,9 @@ log = logging.getLogger(__name__)
 FLUSH_PERIOD = 30.0  # the unschedulable-leftover flush period of upstream's queue (simulated seconds)
 NODE_EVENT = "NodeUpdateNodeAnnotation"  # the handler label an annotated node patch is counted under
 TICK_TOLERANCE = 1e-6
+# updatePodInSchedulingQueue's label for an update that removes a pod's last gate (framework/events.go)
+UNGATE_EVENT = "UnscheduledPodUpdatePodSchedulingGatesEliminated"
+UNGATE = [{"op": "remove", "path": "/spec/schedulingGates"}]
 
 
 class QueueCluster(ShadowJudge, ApiServerCluster):
@@ -167,6 +170,24 @@ class QueueCluster(ShadowJudge, ApiServerCluster):
             self._drain()
         # in the background, in order: the step's settle waits for the scheduler to have seen them all
         self.calls.later(f"create pod {name}", self.http.create_pod, self.namespace, pod, ordered=True)
+
+    def supports_gates(self) -> bool:
+        return True
+
+    def ungate_pod(self, name: str, now: float) -> None:
+        """Remove the pod's scheduling gates: one update, handled once under the label below (and once
+        under UnscheduledPodUpdate, which the scheduler's own status writes also count)."""
+        if name in self.shadow.pods:
+            self.shadow.ungate_pod(name, now)
+        if self.broken or name not in self.specs:
+            return
+        self._begin(now)
+        self._drain()  # the pod's create (in the background) is acknowledged first
+        self._count(UNGATE_EVENT)
+        try:
+            self.calls(f"ungate pod {name}", self.core.patch_namespaced_pod, name, self.namespace, UNGATE)
+        except BackendError as exc:
+            self._break(str(exc))
 
     def delete_pod(self, name: str, now: float) -> None:
         if name in self.shadow.pods:

@@ -120,12 +120,12 @@ class RealGroups:
             ):
                 p.ties += 1  # placements scoring alike: upstream picks by rand.Int(), the twin by its seed
             if not twin_ok:
-                p.group(now, members[0], "kube-scheduler placed the group, the twin did not",
+                p.mismatch(now, members[0], "kube-scheduler placed the group, the twin did not",
                         " ".join(names[i] for _, i in placed), twin.message)  # fmt: skip
             return placed, (), {}
         p.failures += 1
         if twin_ok:
-            p.group(now, members[0], "the twin placed the group, kube-scheduler did not",
+            p.mismatch(now, members[0], "the twin placed the group, kube-scheduler did not",
                     "", " ".join(names[i] for _, i in twin.placed))  # fmt: skip
         with c.watch.cond:
             views = {m.name: c.watch.pods.get(m.name) for m in members}

@@ -17,8 +17,11 @@ from dataclasses import dataclass, field
 
 from kubernetes import client
 
+from batkube_py.scheduler.gated import is_gated
 from batkube_py.scheduler.plugins import gangscheduling
 from batkube_py.scheduler.podinfo import PodInfo
+
+SCHEDULING_GATES = "waiting for scheduling gates"
 
 
 def min_count(group: client.V1beta1PodGroup) -> int:
@@ -93,6 +96,7 @@ class GroupQueue:
         self.entities: dict[str, GroupEntity] = {}
         self._active: list[tuple[tuple, int, GroupEntity]] = []
         self._backoff: list[tuple[float, int, GroupEntity]] = []
+        self._gated: dict[str, int] = {}  # entity → its members held by scheduling gates
         self._n = 0
 
     def __len__(self) -> int:
@@ -113,11 +117,16 @@ class GroupQueue:
         if not e.members and e.where == "gated":
             e.timestamp, e.seq = pod.timestamp, pod.seq  # the entity's first pod's
         e.members[pod.name] = pod
+        if is_gated(pod):
+            self._gated[group] = self._gated.get(group, 0) + 1
         self.update_gate(e, known)
 
     def update_gate(self, e: GroupEntity, known: int) -> None:
-        """Run PreEnqueue again (a member or the group arrived: UnscheduledPod/Add, PodGroup/Add)."""
+        """Run PreEnqueue again (a member or the group arrived: UnscheduledPod/Add, PodGroup/Add; a
+        member's gates removed): any member held by SchedulingGates gates the whole entity (gated.py)."""
         e.gate = gangscheduling.pre_enqueue(known, e.min_count, e.group is not None)
+        if self._gated.get(e.name):
+            e.gate = SCHEDULING_GATES
         if e.where == "gated" and e.gate is None and e.members:
             self._push_active(e)
 
@@ -183,15 +192,32 @@ class GroupQueue:
         e = self.entities.get(group)
         if e is None or name not in e.members:
             return False
-        del e.members[name]
+        if is_gated(e.members.pop(name)):
+            self._one_less_gated(group)
         if not e.members and e.where in ("active", "backoff"):
             e.where = "gated"
         return True
 
     def remove_group(self, name: str) -> None:
         e = self.entities.pop(name, None)
+        self._gated.pop(name, None)
         if e is not None:
             e.where = "gone"
+
+    def gated_members(self) -> list[PodInfo]:
+        """The members of entities held by scheduling gates (the leftover flush visits them: gated.py)."""
+        held = (self.entities.get(g) for g in self._gated)
+        return [m for e in held if e is not None for m in e.members.values()]
+
+    def ungated(self, e: GroupEntity, known: int) -> None:
+        """A member's scheduling gates were removed."""
+        self._one_less_gated(e.name)
+        self.update_gate(e, known)
+
+    def _one_less_gated(self, group: str) -> None:
+        self._gated[group] -= 1
+        if not self._gated[group]:
+            del self._gated[group]
 
     def pending(self) -> list[GroupEntity]:
         return [e for e in self.entities.values() if e.members and e.where != "inflight"]

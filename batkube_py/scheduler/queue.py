@@ -24,6 +24,7 @@ import numpy as np
 
 from batkube_py.scheduler.backoffq import BackoffQ, QueueConfig
 from batkube_py.scheduler.framework import NODE_TAINT, POD_DELETE, NodeChange, Plugin
+from batkube_py.scheduler.gated import GatedPods
 from batkube_py.scheduler.parked import Parked
 from batkube_py.scheduler.plugins.noderesources import fits
 from batkube_py.scheduler.podinfo import PodInfo
@@ -62,6 +63,7 @@ class SchedulingQueue:
         self._active: list[tuple[tuple[int, float, int], PodInfo]] = []
         self._backoff = BackoffQ(config)
         self._parked = Parked()
+        self.gated = GatedPods(config)  # held by SchedulingGates' PreEnqueue (gated.py)
         self._events: dict[str, set[int]] = {}
         # event → the highest priority it may move (getLEPriorityPreCheck); absent: any priority
         self._caps: dict[str, int] = {}
@@ -78,7 +80,7 @@ class SchedulingQueue:
         self._flush_checked_at = -1.0
 
     def __len__(self) -> int:
-        return len(self._active) + len(self._backoff) + len(self._parked)
+        return len(self._active) + len(self._backoff) + len(self._parked) + len(self.gated)
 
     def next_seq(self) -> int:
         self._seq += 1
@@ -91,6 +93,13 @@ class SchedulingQueue:
 
     def add(self, pod: PodInfo) -> None:
         heapq.heappush(self._active, (pod.sort_key, pod))
+
+    def ungate(self, name: str, now: float) -> bool:
+        """Its last scheduling gate removed: to activeQ (gated.py), unless the pod is not gated here."""
+        pod = self.gated.take(name)
+        if pod is not None:
+            self.add(pod)
+        return pod is not None
 
     def event(
         self,
@@ -133,6 +142,8 @@ class SchedulingQueue:
 
     def remove(self, name: str) -> PodInfo | None:
         """Forget a pending pod (rejected, killed); None if it is not pending here."""
+        if (gated := self.gated.take(name)) is not None:
+            return gated
         if name in self._parked.slot:
             return self._parked.take(self._parked.slot[name])
         for k, item in enumerate(self._active):
@@ -146,6 +157,7 @@ class SchedulingQueue:
     # ---- out ---------------------------------------------------------------------------------------
 
     def pop(self, now: float, nodes: NodeTable) -> PodInfo | None:
+        self.gated.flush(now)
         self._flush_backoff(now)
         if self._events or self._flush_due(now):
             self._move(now, nodes)
@@ -166,6 +178,15 @@ class SchedulingQueue:
         self._tries += 1
         return self._tries
 
+    def group_tried(self) -> int:
+        """A pod group's cycle begins: its place among this instant's tries (podgroup.py)."""
+        return self._try()
+
+    def group_failed(self, tried: int, entity) -> None:
+        """A pod group's cycle failed: its entity takes a new sequence number with the pods failed at
+        this instant, in the order they were tried (upstream stamps it in AddAttemptedPodGroupIfNeeded)."""
+        self._refailed.append((tried, entity))
+
     def end_cycle(self) -> None:
         """Give the pods failed at this instant their new sequence numbers, in the order they were tried
         (on upstream's clock, the order of their failure timestamps)."""
@@ -182,18 +203,20 @@ class SchedulingQueue:
                 ref.seq = seq
                 if ref.name in self._parked.slot:
                     c["seq"][self._parked.slot[ref.name]] = seq
-            else:
+            elif isinstance(ref, int):
                 c["seq"][ref] = seq
+            else:  # a pod group's entity
+                ref.seq = seq
         self._refailed.clear()
         self._parked.compact()
 
     def pending(self) -> list[PodInfo]:
         parked = [p for p in self._parked.pods if p is not None]
-        return [*(p for _, p in self._active), *self._backoff.pods(), *parked]
+        return [*(p for _, p in self._active), *self._backoff.pods(), *parked, *self.gated.pods.values()]
 
     def next_wakeup(self) -> float | None:
         """When a tick would move a pod: the backoffQ flush, or the unschedulable-leftover flush."""
-        times = []
+        times = [t] if (t := self.gated.next_wakeup()) is not None else []
         if (t := self._backoff.next_tick()) is not None:
             times.append(t)
         n = len(self._parked.pods)

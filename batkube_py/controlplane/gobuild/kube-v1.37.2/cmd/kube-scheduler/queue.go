@@ -22,7 +22,7 @@ import (
 
 // steppingQueue is the scheduler's queue with one change: while a run drives the clock, the clock moves
 // one nanosecond before each pod enters the queue or goes back to it. On a clock that stands still
-// through a step, every pod added or failed in it would get the same queue timestamp, and PrioritySort
+// through a step, every pod added or failed in it (a pod group's entity too) would get the same queue timestamp, and PrioritySort
 // (priority, then timestamp) would leave their order to the heap; a cluster's clock moves between two
 // such events, so they keep the order they happened in, as here. (A step at T+1 ms needs fewer than a
 // million of them in the step at T.)
@@ -39,6 +39,13 @@ func (q *steppingQueue) Add(ctx context.Context, pod *v1.Pod) {
 func (q *steppingQueue) AddUnschedulablePodIfNotPresent(logger klog.Logger, pInfo *framework.QueuedPodInfo, cycle int64) error {
 	q.ctl.tick()
 	return q.SchedulingQueue.AddUnschedulablePodIfNotPresent(logger, pInfo, cycle)
+}
+
+// A pod group's failed cycle stamps its entity in AddAttemptedPodGroupIfNeeded: groups failed in one step
+// keep the order they were tried in, as pods do.
+func (q *steppingQueue) AddAttemptedPodGroupIfNeeded(logger klog.Logger, pgInfo *framework.QueuedPodGroupInfo, cycle int64, status *fwk.Status) error {
+	q.ctl.tick()
+	return q.SchedulingQueue.AddAttemptedPodGroupIfNeeded(logger, pgInfo, cycle, status)
 }
 
 func (c *control) tick() {
