@@ -81,6 +81,7 @@ class QueueCluster(ShadowJudge, ApiServerCluster):
         self._bind_times: dict[str, float] = {}  # bound pods still running: their binding's step time
         self._real_wake: float | None = None
         self._deleting: set[str] = set()  # pods whose delete may still be on its way
+        self._errors_pending = 0
         self.steps = 0
         self.settle_wall = 0.0
         self.settle_split = [0.0, 0.0]  # of it, the scheduler's own wait for the step's events, its work
@@ -115,9 +116,8 @@ class QueueCluster(ShadowJudge, ApiServerCluster):
         return self.shadow.group_never_fits(pod, group)
 
     def add_pod_group(self, group: client.V1beta1PodGroup, now: float) -> None:
-        if self.broken:
+        if self.broken or not self._begin(now):
             return
-        self._begin(now)
         self.shadow.add_pod_group(copy.deepcopy(group), now)
         try:
             self.pod_groups.create(group)
@@ -129,14 +129,16 @@ class QueueCluster(ShadowJudge, ApiServerCluster):
 
     # ---- the step -------------------------------------------------------------------------------
 
-    def _begin(self, now: float) -> None:
+    def _begin(self, now: float) -> bool:
+        """Begin the step at `now`; False if the scheduler's clock failed (the run is then broken, and
+        its next schedule() says why: a write between two cycles never raises)."""
         if self._step is not None and now <= self._step:
-            return
+            return True
         try:
             st = self.clock.begin(now)
         except ClockError as exc:
             self._break(str(exc))
-            raise BackendError(str(exc)) from None
+            return False
         if self._origin is None:
             self._origin = datetime.fromtimestamp(st["origin"], UTC)
             # where the scheduler's node rotation stands after earlier runs: it decides score ties
@@ -145,14 +147,14 @@ class QueueCluster(ShadowJudge, ApiServerCluster):
                 for profile in self.shadow.profiles.values():
                     profile.next_start = start % n
         self._step = now
+        return True
 
     def _count(self, label: str, n: int = 1) -> None:
         self._want[label] = self._want.get(label, 0) + n
 
     def add_pod(self, pod: client.V1Pod, job_id: str, now: float) -> None:
-        if self.broken:
+        if self.broken or not self._begin(now):
             return
-        self._begin(now)
         self.shadow.add_pod(pod, job_id, now)
         # _prepare sets fields of the metadata and spec, never inside them: their copies are enough
         pod = pod.model_copy(update={"metadata": pod.metadata.model_copy(), "spec": pod.spec.model_copy()})
@@ -179,9 +181,8 @@ class QueueCluster(ShadowJudge, ApiServerCluster):
         under UnscheduledPodUpdate, which the scheduler's own status writes also count)."""
         if name in self.shadow.pods:
             self.shadow.ungate_pod(name, now)
-        if self.broken or name not in self.specs:
+        if self.broken or name not in self.specs or not self._begin(now):
             return
-        self._begin(now)
         self._drain()  # the pod's create (in the background) is acknowledged first
         self._count(UNGATE_EVENT)
         try:
@@ -192,10 +193,9 @@ class QueueCluster(ShadowJudge, ApiServerCluster):
     def delete_pod(self, name: str, now: float) -> None:
         if name in self.shadow.pods:
             self.shadow.delete_pod(name, now)
-        if self.broken:
+        if self.broken or not self._begin(now):
             self._forget(name)
             return
-        self._begin(now)
         self._bind_times.pop(name, None)
         node = self._forget(name)
         self._count("AssignedPodDelete" if node is not None else "UnscheduledPodDelete")
@@ -208,7 +208,8 @@ class QueueCluster(ShadowJudge, ApiServerCluster):
 
     def set_nodes_schedulable(self, nodes: list[str], schedulable: bool, now: float) -> None:
         self.shadow.set_nodes_schedulable(nodes, schedulable, now)
-        self._begin(now)
+        if self.broken or not self._begin(now):
+            return
         self._drain()
         for name in nodes:
             self._node_patches += 1
@@ -227,7 +228,8 @@ class QueueCluster(ShadowJudge, ApiServerCluster):
         self.now = now
         begin = None
         if self._origin is None:
-            self._begin(now)
+            if not self._begin(now):
+                raise BackendError(self.broken or "kube-scheduler's clock endpoint failed")
         elif self._step is None or now > self._step:
             begin, self._step = now, now  # the settle request begins the step
         tick = math.floor(now / FLUSH_PERIOD + TICK_TOLERANCE) * FLUSH_PERIOD
@@ -265,6 +267,7 @@ class QueueCluster(ShadowJudge, ApiServerCluster):
             self._bound(pod, node)
             out.append(Binding(pod, node))
         self._start_times(out, now)
+        self._errors_pending = int(st.get("backoff") or 0)  # at idle only error backoff is left there
         wake = st.get("next_wakeup")
         self._real_wake = wake if wake is not None and wake > now + TICK_TOLERANCE else None
         if self._over:
@@ -306,6 +309,8 @@ class QueueCluster(ShadowJudge, ApiServerCluster):
     # ---- Backend protocol -----------------------------------------------------------------------
 
     def give_up_pending(self, now: float) -> list[Unschedulable]:
+        if self._errors_pending:
+            return []  # pods whose last attempt hit an API error (a restart): their marks are stale
         if self.shadow.groups.pending() and self.shadow.groups.stuck() is None:
             return []  # a group backing off fits once its backoff ends (groups are never parked)
         gone = super().give_up_pending(now)
