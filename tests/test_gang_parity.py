@@ -6,8 +6,8 @@ topology constraint, preemption by and of groups, node failures under running gr
 Every real group cycle is judged (parity.csv): the group placed or not by both, each member's node among
 the twin's best on the state the real cycle had when it tried that member. That must always agree, no job
 may be lost, and the same jobs must be rejected. Exact agreement (the same pods tried at the same times,
-hence the same schedule job by job) holds for the cases in EXACT; in the others some pods start at other
-times (see EXACT; issue 25, per-pod timing under the real queue).
+hence the same schedule job by job) holds for the cases in EXACT; in gang-preemption a preemption tie may
+go another way (random upstream).
 """
 
 from __future__ import annotations
@@ -24,17 +24,20 @@ from parity_cases import GANG_CONFIG, gang_cases
 from batkube_py.cli.app import main
 
 CASES = {c.name: c for c in gang_cases()}
-# measured 2026-11-25 (Batsim double, kube-scheduler 1.37.2 own queue, twin 1.37, upstream's backoff):
-# no timing row, the same node and start time for every pod, in every run. Not counted exact:
-# gang-topology (exact in the last runs; once, with a 1-s backoff cap on a loaded machine, one group was
-# retried 2 s later by the real queue, unexplained); gang-mixed and gang-node-failures (no timing row,
-# the same node for every pod, the same makespan, but 1-7 start times 0.0006 s apart, varying run to run:
-# the real run's steps shift a completion by one message exchange; exact in every run since groups failed
-# in one step keep their try order on both sides, 2026-11-25, not yet promoted); gang-preemption (no
-# timing row since the twin no longer wakes the pods a nominated member held back when that member is
-# bound — 18 before —, but preemption ties: upstream's dry run starts at a random offset, the twin's at
-# a seeded one, so a victim node may differ).
-EXACT = {"gang-after-completions", "gang-never-fits", "gang-quorum-late"}
+# measured 2026-11-25/26 (Batsim double, kube-scheduler 1.37.2 own queue, twin 1.37, upstream's backoff):
+# no timing row, the same node and start time for every pod, in every run (8-9 runs each for the last
+# three, since groups failed in one step keep their try order on both sides: before, equal queue
+# timestamps left their order to a Go map and shifted some starts by one message exchange). Not exact:
+# gang-preemption (no timing row, but preemption ties: upstream's dry run starts at a random offset, the
+# twin's at a seeded one, so a victim node may differ).
+EXACT = {
+    "gang-after-completions",
+    "gang-never-fits",
+    "gang-quorum-late",
+    "gang-mixed",
+    "gang-node-failures",
+    "gang-topology",
+}
 _RUNS: dict[str, tuple[dict, dict, list[dict], Path]] = {}
 
 
@@ -100,8 +103,7 @@ def test_real_group_cycle_agrees_with_the_twin(controlplane_gangs, tmp_path_fact
         else pytest.param(
             n,
             marks=pytest.mark.xfail(
-                reason="issue 25: under kube-scheduler 1.37.2's own queue some pods start at other "
-                "times than in the twin (see EXACT)",
+                reason="preemption ties: upstream's dry run starts at a random offset (see EXACT)",
                 strict=False,
             ),
         )  # fmt: skip
