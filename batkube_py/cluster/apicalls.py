@@ -69,7 +69,8 @@ class ApiCalls:
             delay = min(delay * 2, 5.0)
 
     def all(self, calls: Sequence[tuple[str, Callable[..., Any], tuple, dict]]) -> None:
-        """Independent calls (whose order nobody can observe), a few in flight at once."""
+        """Independent calls (whose order nobody can observe), a few in flight at once; returns once
+        they, and any started before with `later`, are done."""
         for what, fn, args, kw in calls:
             self.later(what, fn, *args, **kw)
         self.drain()

@@ -80,7 +80,6 @@ class QueueCluster(ShadowJudge, ApiServerCluster):
         self._several_priorities: set[int] = set()
         self._bind_times: dict[str, float] = {}  # bound pods still running: their binding's step time
         self._real_wake: float | None = None
-        self._deleting: set[str] = set()  # pods whose delete may still be on its way
         self._errors_pending = 0
         self.steps = 0
         self.settle_wall = 0.0
@@ -116,7 +115,7 @@ class QueueCluster(ShadowJudge, ApiServerCluster):
         return self.shadow.group_never_fits(pod, group)
 
     def add_pod_group(self, group: client.V1beta1PodGroup, now: float) -> None:
-        if self.broken or not self._begin(now):
+        if not self._begin(now):
             return
         self.shadow.add_pod_group(copy.deepcopy(group), now)
         try:
@@ -130,8 +129,10 @@ class QueueCluster(ShadowJudge, ApiServerCluster):
     # ---- the step -------------------------------------------------------------------------------
 
     def _begin(self, now: float) -> bool:
-        """Begin the step at `now`; False if the scheduler's clock failed (the run is then broken, and
-        its next schedule() says why: a write between two cycles never raises)."""
+        """Begin the step at `now`; False if the run is broken or the scheduler's clock fails now (its
+        next schedule() says why: a write between two cycles never raises)."""
+        if self.broken:
+            return False
         if self._step is not None and now <= self._step:
             return True
         try:
@@ -153,7 +154,7 @@ class QueueCluster(ShadowJudge, ApiServerCluster):
         self._want[label] = self._want.get(label, 0) + n
 
     def add_pod(self, pod: client.V1Pod, job_id: str, now: float) -> None:
-        if self.broken or not self._begin(now):
+        if not self._begin(now):
             return
         self.shadow.add_pod(pod, job_id, now)
         # _prepare sets fields of the metadata and spec, never inside them: their copies are enough
@@ -168,8 +169,6 @@ class QueueCluster(ShadowJudge, ApiServerCluster):
                     self._start_time(bound, at)
         self.watch.track(name)
         self._count("UnscheduledPodAdd")
-        if name in self._deleting:
-            self._drain()
         # in the background, in order: the step's settle waits for the scheduler to have seen them all
         self.calls.later(f"create pod {name}", self.http.create_pod, self.namespace, pod, ordered=True)
 
@@ -181,7 +180,7 @@ class QueueCluster(ShadowJudge, ApiServerCluster):
         under UnscheduledPodUpdate, which the scheduler's own status writes also count)."""
         if name in self.shadow.pods:
             self.shadow.ungate_pod(name, now)
-        if self.broken or name not in self.specs or not self._begin(now):
+        if name not in self.specs or not self._begin(now):
             return
         self._drain()  # the pod's create (in the background) is acknowledged first
         self._count(UNGATE_EVENT)
@@ -193,13 +192,12 @@ class QueueCluster(ShadowJudge, ApiServerCluster):
     def delete_pod(self, name: str, now: float) -> None:
         if name in self.shadow.pods:
             self.shadow.delete_pod(name, now)
-        if self.broken or not self._begin(now):
+        if not self._begin(now):
             self._forget(name)
             return
         self._bind_times.pop(name, None)
         node = self._forget(name)
         self._count("AssignedPodDelete" if node is not None else "UnscheduledPodDelete")
-        self._deleting.add(name)
         self.calls.later(f"delete pod {name}", self.http.delete_pod, name, self.namespace, ok=(404,))
         try:
             self.pod_groups.deleted(name)
@@ -208,7 +206,7 @@ class QueueCluster(ShadowJudge, ApiServerCluster):
 
     def set_nodes_schedulable(self, nodes: list[str], schedulable: bool, now: float) -> None:
         self.shadow.set_nodes_schedulable(nodes, schedulable, now)
-        if self.broken or not self._begin(now):
+        if not self._begin(now):
             return
         self._drain()
         for name in nodes:
@@ -339,7 +337,6 @@ class QueueCluster(ShadowJudge, ApiServerCluster):
 
     def _drain(self) -> None:
         """Wait for the writes started in the background (their failure breaks the run, as before)."""
-        self._deleting.clear()
         try:
             self.calls.drain()
         except BackendError as exc:

@@ -39,7 +39,6 @@ class PodWatch:
     WATCH_SECONDS = 300  # the apiserver ends a watch after this; we resume from the last resourceVersion
 
     def __init__(self, core: client.CoreV1Api, namespace: str):
-        self.core = core
         # raw JSON, not the generated models: three events a pod, decoded beside the adapter's own work
         self.http = KubeHttp(core.api_client)
         self.namespace = namespace
