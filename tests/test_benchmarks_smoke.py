@@ -36,3 +36,18 @@ def test_adapter_overhead_replays_the_same_schedule_and_splits_the_adapters_cost
     lines = re.findall(handled, text)
     assert [pause for _, pause, _ in lines] == ["0", "0.1"], text
     assert lines[0][0] == lines[1][0] and int(lines[0][0]) > 20 and "replies identical" in text
+
+
+def test_apiserver_floor_creates_binds_and_deletes_every_pod_and_prints_each_process_cpu():
+    from apiserver_support import require_binaries
+    from shared_support import need
+
+    require_binaries()
+    need(ROOT.parent / "shared" / "bench" / "k8s_10k_jobs.json")
+    text = _run("benchmarks/apiserver_floor.py", "--jobs", "300", "--nodes", "50", "--wave", "100")
+    line = (
+        r"300 pods created, bound and deleted in [\d.]+ s wall; control plane CPU etcd ([\d.]+) s, "
+        r"kube-apiserver ([\d.]+) s, kube-scheduler ([\d.]+) s"
+    )
+    m = re.search(line, text)
+    assert m and all(float(v) > 0 for v in m.groups()), text
