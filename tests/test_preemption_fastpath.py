@@ -15,7 +15,7 @@ from batkube_py.scheduler import nominated
 from batkube_py.scheduler.config import build_profiles, default_config
 from batkube_py.scheduler.dryrun import requests_dry_run
 from batkube_py.scheduler.framework import CycleState, FilterResult, Plugin
-from batkube_py.scheduler.preemption import _more_important_first, _victims_on, best_candidates, preempt
+from batkube_py.scheduler.preemption import _more_important_first, _victims_on, nominable, preempt
 
 GPU = "nvidia.com/gpu"
 
@@ -88,7 +88,7 @@ def same_choice(prof, p, nodes) -> None:
     assert (general is None) == (fast is None)
     if general is not None:
         assert (fast.node, fast.victims) == (general.node, general.victims)
-    assert best_candidates(prof, p, nodes) == best_candidates(prof, p, nodes, fast=False)
+    assert nominable(prof, p, nodes) == nominable(prof, p, nodes, fast=False)
 
 
 def compare_dry_runs(seed: int) -> int:
@@ -174,9 +174,9 @@ def test_an_assigned_pods_anti_affinity_matching_the_preemptor_takes_the_general
     assert fallback(nodes, x)
     assert not fallback(nodes, pod("z", cpu="2", priority=5, labels={"app": "z"}))
     prof = profile()
-    assert best_candidates(prof, x, nodes) == best_candidates(prof, x, nodes, fast=False) == [0, 1]
+    assert nominable(prof, x, nodes) == nominable(prof, x, nodes, fast=False) == [0, 1]
     x1 = pod("x1", cpu="1", priority=5, labels={"app": "x"})  # fits n1 as it is, n0 only without guard
-    assert best_candidates(prof, x1, nodes) == [0]
+    assert nominable(prof, x1, nodes) == [0]
     assert _victims_on(prof, x1, nodes, 0) == [guard]
 
 
@@ -228,3 +228,25 @@ def test_batched_nominated_pass_gives_each_nodes_own_verdict_and_reasons(seed):
                 expected[reason] = expected.get(reason, 0) + n
         assert list(reasons.items()) == list(expected.items())  # same counts, same order
         assert rejected == set().union(*(by for _, _, by in one))
+
+
+def tenths(n: int):
+    """n full two-core nodes, node i running one pod of priority i // 10."""
+    nodes = table(*[{"cpu": "2", "memory": "4Gi"}] * n)
+    for i in range(n):
+        p = pod(f"low{i}", cpu="2", priority=i // 10)
+        p.seq, p.node = i, i
+        nodes.assume(i, p)
+    return nodes
+
+
+def test_beyond_want_candidates_a_node_best_in_some_run_of_want_can_be_nominated():
+    # 150 candidates, want = max(10 % of 150, 100) = 100: upstream ranks the 100 from its offset, so the
+    # node it nominates is the best of some 100 consecutive candidates, not always the best of all
+    nodes, pre = tenths(150), pod("pre", cpu="1", priority=100)
+    # priority k runs from node 10k to node 149 (node 0 has priority 0): 150 - 10k >= 100 for k <= 5
+    assert nominable(profile(), pre, nodes) == list(range(60))
+    chosen = {preempt(profile(seed), pre, nodes).node for seed in range(300)}
+    assert chosen <= set(range(60)) and max(chosen) > 9  # not only the best of all
+    # 100 candidates: every one ranked, the best of all only
+    assert nominable(profile(), pre, tenths(100)) == list(range(10))

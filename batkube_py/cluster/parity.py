@@ -23,7 +23,7 @@ import numpy as np
 
 from batkube_py.scheduler.framework import Decision
 from batkube_py.scheduler.podinfo import PodInfo
-from batkube_py.scheduler.preemption import best_candidates
+from batkube_py.scheduler.preemption import nominable
 
 if TYPE_CHECKING:
     from batkube_py.cluster.embedded import EmbeddedCluster
@@ -70,13 +70,13 @@ class Parity:
     def failed(self, pod: PodInfo, twin: Decision, cluster: EmbeddedCluster, nominated: int | None,
                reason: str, now: float) -> None:  # fmt: skip
         """The real scheduler found no node: the twin must not have found one either; if it preempted,
-        the node it nominated must be one of the twin's best preemption candidates."""
+        the node it nominated must be one upstream's preemption could have chosen (preemption.nominable)."""
         self.failures += 1
         names = cluster.nodes.names
         if twin.node is not None:
             self._add(now, pod, "real scheduler found no node", "", [names[twin.node]], detail=reason)
         if nominated is not None and nominated != pod.nominated_node:
-            best = best_candidates(cluster.profiles[pod.scheduler_name], pod, cluster.nodes)
+            best = nominable(cluster.profiles[pod.scheduler_name], pod, cluster.nodes)
             self.ties += len(best) > 1
             if nominated not in best:
                 self._add(now, pod, "preemption outside the twin's best candidates", names[nominated],

@@ -152,10 +152,30 @@ def potential_nodes(profile: Profile, pod: PodInfo, nodes: NodeTable) -> np.ndar
     return nodes.all[ok]
 
 
-def best_candidates(profile: Profile, pod: PodInfo, nodes: NodeTable, fast: bool = True) -> list[int]:
-    """Every node preemption could choose for `pod`: those whose victims rank best. Upstream takes the
-    first of them in an order that starts at a random offset, so any of them is a correct choice."""
+def nominable(profile: Profile, pod: PodInfo, nodes: NodeTable, fast: bool = True) -> list[int]:
+    """Every node upstream's preemption could nominate for `pod`. It ranks only the first `want`
+    candidates from a random offset (with `parallelism: 1`; cyclically, in node order), so beyond `want`
+    candidates a node the others outrank can still win: it must rank best in some run of `want`
+    consecutive candidates. `want` grows with the potential nodes, at least the candidates; the fewest
+    candidates give the shortest runs, so this accepts whatever upstream's count of potential nodes."""
+    args = profile.preemption
     candidates, victims_on = _dry_run(profile, pod, nodes, fast)
     ranked = [(_rank(v), i) for i in candidates.tolist() if (v := victims_on(i))]
-    best = min((key for key, _ in ranked), default=None)
-    return [i for key, i in ranked if key == best]
+    m = len(ranked)
+    if args is None or m == 0:
+        return []
+    want = min(m, max(m * args.min_candidate_nodes_percentage // 100, args.min_candidate_nodes_absolute))
+    keys = [key for key, _ in ranked]
+    if want >= m:
+        best = min(keys)
+        return [i for key, i in ranked if key == best]
+    out = []
+    for j, (key, i) in enumerate(ranked):
+        run, left, right = 1, j - 1, j + 1  # the candidates around j that do not outrank it
+        while run < want and keys[left % m] >= key:
+            run, left = run + 1, left - 1
+        while run < want and keys[right % m] >= key:
+            run, right = run + 1, right + 1
+        if run >= want:
+            out.append(i)
+    return out
