@@ -126,7 +126,7 @@ class EmbeddedCluster:
             return
         pod.pod.spec.scheduling_gates = None
         if not self.groups.ungate(name):
-            self.queue.ungate(name, now)
+            self.queue.ungate(name)
 
     def delete_pod(self, name: str, now: float) -> None:
         info = self.pods.pop(name)

@@ -94,12 +94,10 @@ class SchedulingQueue:
     def add(self, pod: PodInfo) -> None:
         heapq.heappush(self._active, (pod.sort_key, pod))
 
-    def ungate(self, name: str, now: float) -> bool:
+    def ungate(self, name: str) -> None:
         """Its last scheduling gate removed: to activeQ (gated.py), unless the pod is not gated here."""
-        pod = self.gated.take(name)
-        if pod is not None:
+        if (pod := self.gated.take(name)) is not None:
             self.add(pod)
-        return pod is not None
 
     def event(
         self,
