@@ -15,14 +15,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from _runs import BENCH
+from kubernetes import client
 
-from batkube_py.controlplane.kubehttp import MERGE_PATCH, KubeHttp
+from batkube_py.cluster.apicalls import ApiCalls
+from batkube_py.cluster.kubelet import SIMULATED, create_nodes
+from batkube_py.controlplane.kubehttp import KubeHttp
 
 NODES, CORES, MEMORY, PODS = 1000, "8", "32Gi", "110"
 NAMESPACE = "batkube-floor"
@@ -32,7 +36,7 @@ def process_cpu(pids: dict[str, int]) -> dict[str, float]:
     out = {}
     for name, pid in pids.items():
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        out[name] = (int(fields[11]) + int(fields[12])) / 100  # utime + stime, in clock ticks
+        out[name] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
     return out
 
 
@@ -40,8 +44,9 @@ def pod_body(job: dict, profiles: dict) -> bytes:
     prof = profiles[job["profile"]]
     requests = {k: prof[k] for k in ("cpu", "memory") if k in prof}
     container = {"name": "job", "image": "batkube/none", "resources": {"requests": requests}}
+    tolerate = [{"key": SIMULATED, "operator": "Exists"}]  # the run's nodes' taint (kubelet.py)
     spec = {"containers": [container], "automountServiceAccountToken": False,
-            "terminationGracePeriodSeconds": 0}  # fmt: skip
+            "terminationGracePeriodSeconds": 0, "tolerations": tolerate}  # fmt: skip
     return json.dumps({"metadata": {"name": f"job-{job['id']}"}, "spec": spec}).encode()
 
 
@@ -50,16 +55,10 @@ def floor(
 ) -> None:
     pool = ThreadPoolExecutor(8)
     shape = {"cpu": CORES, "memory": MEMORY, "pods": PODS}
-    ready = {"type": "Ready", "status": "True", "reason": "KubeletReady"}
-    node = {"status": {"capacity": shape, "allocatable": shape, "conditions": [ready]}}
-
-    def make_node(i: int) -> None:
-        body = json.dumps({**node, "metadata": {"name": f"floor-{i}"}}).encode()
-        http.request("POST", "/api/v1/nodes", body)
-        # the TaintNodesByCondition plugin's not-ready taint, which no kubelet lifts here
-        http.request("PATCH", f"/api/v1/nodes/floor-{i}", b'{"spec":{"taints":[]}}', MERGE_PATCH)
-
-    list(pool.map(make_node, range(nodes)))
+    status = client.V1NodeStatus(capacity=shape, allocatable=shape)
+    made = [client.V1Node(metadata=client.V1ObjectMeta(name=f"floor-{i}"), spec=client.V1NodeSpec(),
+                          status=status.model_copy()) for i in range(nodes)]  # fmt: skip
+    create_nodes(made, "floor", ApiCalls(), http)  # as a run makes them: Ready, tainted for its pods only
     http.request("POST", "/api/v1/namespaces", json.dumps({"metadata": {"name": NAMESPACE}}).encode())
     sa = {"metadata": {"name": "default"}}  # no controller-manager makes it
     http.request("POST", f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts", json.dumps(sa).encode())
@@ -71,7 +70,7 @@ def floor(
         list(pool.map(lambda j: http.request("POST", pods, pod_body(j, profiles)), part))
         while http.request("GET", unbound)["items"]:
             time.sleep(0.05)
-        list(pool.map(lambda j: http.request("DELETE", f"{pods}/job-{j['id']}?gracePeriodSeconds=0"), part))
+        list(pool.map(lambda j: http.delete_pod(f"job-{j['id']}", NAMESPACE), part))
     wall = time.perf_counter() - start
     used = {k: v - before[k] for k, v in process_cpu(pids).items()}
     cpu = ", ".join(f"{k} {v:.1f} s" for k, v in used.items())
