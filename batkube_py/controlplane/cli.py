@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from batkube_py.cluster.sync import SyncOptions
-from batkube_py.controlplane import build
+from batkube_py.controlplane import build, kueuebuild
 from batkube_py.controlplane.manager import ControlPlane, ControlPlaneError, dumps_status
 from batkube_py.controlplane.session import ApiServerConfig
 
@@ -43,14 +43,23 @@ _version = click.option(
 
 @controlplane.command("build")
 @_version
-def build_cmd(kube_version: str | None) -> None:
-    """Build the pinned etcd / kube-apiserver / kube-scheduler from the Go module proxy (cached)."""
+@click.option(
+    "--kueue-version",
+    default=None,
+    help=f"Kueue release built beside them for --queues: {', '.join(kueuebuild.SUPPORTED)} (default: "
+    f"$BATKUBE_KUEUE_VERSION, else {kueuebuild.DEFAULT_KUEUE_VERSION}).",
+)
+def build_cmd(kube_version: str | None, kueue_version: str | None) -> None:
+    """Build the pinned etcd / kube-apiserver / kube-scheduler and Kueue's controller from the Go module
+    proxy (cached)."""
     t0 = time.monotonic()
     try:
         bins = build.build(version=kube_version)
+        kueue = kueuebuild.build_kueue(version=kueue_version)
     except build.BuildError as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(f"{bins.kube_apiserver.parent} ready in {time.monotonic() - t0:.0f} s")
+    click.echo(f"Kueue {kueue.version}: {kueue.path}")
 
 
 @controlplane.command("up")

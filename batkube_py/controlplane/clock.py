@@ -19,6 +19,8 @@ class SchedulerClock:
     its reply's length, so a request is one write and a reply is read with one header: http.client
     spent more CPU parsing headers than the scheduler spent answering."""
 
+    component = "kube-scheduler"
+
     def __init__(self, address: str, run: str, timeout: float = 30.0):
         host, _, port = address.rpartition(":")
         self.address, self.run, self.timeout = address, run, timeout
@@ -69,9 +71,9 @@ class SchedulerClock:
             except (OSError, http.client.HTTPException, ValueError, IndexError) as exc:
                 self._close()
                 if attempt:
-                    raise ClockError(f"kube-scheduler's clock endpoint {self.address}: {exc}") from None
+                    raise ClockError(f"{self.component}'s clock endpoint {self.address}: {exc}") from None
         if status != 200:
-            raise ClockError(f"kube-scheduler's clock endpoint {path}: {status} {body.strip()}")
+            raise ClockError(f"{self.component}'s clock endpoint {path}: {status} {body.strip()}")
         return json.loads(body)
 
     def ready(self) -> dict:

@@ -38,6 +38,8 @@ class ApiServerConfig(BaseModel):
     # the twin that paces / checks the real kube-scheduler (scheduler/versions.py); None: the one that
     # follows the control plane's own release (1.37 for 1.37.2, 1.32 for 1.32.6 and unknown clusters)
     kube_version: Literal["1.32", "1.37"] | None = None
+    # Kueue's objects (inputs/queues.py): the real Kueue admits the run's jobs (docs/kueue.md)
+    queues: Path | None = None
 
 
 def scheduler_facts(scheduler_config: Path | None) -> tuple[set[str], float]:
@@ -107,6 +109,7 @@ def apiserver_session(cfg: ApiServerConfig, run_dir: Path | None = None) -> Iter
     if sync.policy in ("paced", "queue"):
         real_config = cp.dir / "scheduler-config.yaml" if cfg.kubeconfig is None else cfg.scheduler_config
         paced = paced_parts(cfg, real_config, names, kube_names, sync)
+    kueue = kueue_parts(cfg, sync, Path(kubeconfig), run_dir)
     api = config.new_client_from_config(config_file=str(kubeconfig))
     api.configuration.connection_pool_maxsize = 8
     clusters: list[ApiServerCluster] = []
@@ -118,7 +121,13 @@ def apiserver_session(cfg: ApiServerConfig, run_dir: Path | None = None) -> Iter
 
             profiles, queue = paced
             parity = Parity(run_dir / "parity.csv" if run_dir is not None else None)
-            if sync.policy == "queue":
+            if sync.policy == "queue" and kueue is not None:
+                from batkube_py.cluster.realkueue import KueueCluster
+
+                process, documents = kueue
+                cluster = KueueCluster(nodes, api, sync, sync.clock_address, profiles, queue, kube_names,
+                                       parity, kueue=process, documents=documents)  # fmt: skip
+            elif sync.policy == "queue":
                 from batkube_py.cluster.queued import QueueCluster
 
                 clock = sync.clock_address
@@ -183,6 +192,35 @@ def paced_parts(cfg: ApiServerConfig, real_config: Path | None, names: set[str],
     queue = QueueConfig(pod_initial_backoff=b.pod_initial_backoff, pod_max_backoff=b.pod_max_backoff,
                         kube_version=v)  # fmt: skip
     return build_profiles(real, 0), queue
+
+
+def kueue_parts(cfg: ApiServerConfig, sync: SyncOptions, kubeconfig: Path, run_dir: Path | None):
+    """The run's Kueue process (not started yet) and the objects it needs, or None without --queues."""
+    if cfg.queues is None:
+        return None
+    from batkube_py.controlplane.build import BuildError
+    from batkube_py.controlplane.kueue import KueueProcess, configuration
+    from batkube_py.controlplane.kueuebuild import find_kueue, kueue_version
+    from batkube_py.inputs.queues import load_queues
+
+    if sync.policy != "queue":
+        raise ControlPlaneError(
+            f"--queues on the real backend runs Kueue on the simulated clock beside kube-scheduler's own "
+            f"queue: --sync queue (or auto) is needed, not --sync {sync.policy}"
+        )
+    try:
+        binary = find_kueue()
+    except BuildError as exc:
+        raise ControlPlaneError(str(exc)) from None
+    if binary is None:
+        raise ControlPlaneError(
+            f"Kueue {kueue_version()} is not built: run `batkube controlplane build` (it builds Kueue too)"
+        )
+    queues = load_queues(cfg.queues)
+    workdir = (run_dir or Path(".")) / "kueue"
+    kcfg = configuration(queues.fair_sharing_config, queues.admission_fair_sharing_config)
+    log.info("Kueue %s admits the jobs (%s)", binary.version, cfg.queues)
+    return KueueProcess(binary, kubeconfig, workdir, kcfg), queues.documents
 
 
 def _minor(version: str) -> int:

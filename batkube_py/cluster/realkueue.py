@@ -1,0 +1,237 @@
+"""The real Kueue in front of the real kube-scheduler (`--queues` with `--backend apiserver`, `--sync
+queue`): Kueue admits, kube-scheduler places, both on Batsim's clock (docs/kueue.md).
+
+A pod is created as Kueue's pod webhook would leave it (the `managed` label, Kueue's admission gate, its
+finalizer) with one more gate, batkube's: Kueue admits workloads in an order of its own making (its
+admission patches and the pod patches that follow run concurrently), and kube-scheduler's queue takes
+pods in the order their gates go. So each step is: the step's writes; Kueue's settle (it takes in the
+writes, admits until it has nothing left to do at this time, and names the pods it ungated); batkube
+lifts its own gate on those pods in their jobs' submission order; then kube-scheduler's settle. A
+completed pod turns Succeeded before it is deleted (what the kubelet would report, and what Kueue
+finishes a workload on).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+
+from kubernetes import client
+
+from batkube_py.cluster.base import Admission, BackendError, Unschedulable
+from batkube_py.cluster.queued import QueueCluster
+from batkube_py.controlplane import kueue as kq
+from batkube_py.controlplane.clock import ClockError
+
+log = logging.getLogger(__name__)
+
+RELEASE_GATE = "batkube.io/release"
+
+
+class _RecordingHttp:
+    """The cluster's KubeHttp, noting the resourceVersion of every pod it writes: Kueue's settle waits
+    until its informers have delivered them."""
+
+    def __init__(self, http, note):
+        self._http, self._note = http, note
+
+    def __getattr__(self, name):
+        return getattr(self._http, name)
+
+    def create_pod(self, *args, **kw):
+        return self._note(self._http.create_pod(*args, **kw))
+
+    def delete_pod(self, *args, **kw):
+        return self._note(self._http.delete_pod(*args, **kw))
+
+
+class KueueCluster(QueueCluster):
+    def __init__(self, *args, kueue: kq.KueueProcess, documents: list[dict], **kw):
+        self.kueue = kueue
+        self._documents = documents
+        self.kueue_clock: kq.KueueClock | None = None
+        self._order_ns = -1
+        self._rv_lock = threading.Lock()
+        self._pods_rv = 0
+        self._managed: dict[str, int] = {}  # Kueue-managed pods still pending admission: their order
+        self._admissions: list[Admission] = []
+        self.kueue_steps = 0
+        self.kueue_wall = 0.0
+        super().__init__(*args, **kw)
+
+    def _note(self, out):
+        rv = int(((out or {}).get("metadata") or {}).get("resourceVersion") or 0)
+        with self._rv_lock:
+            self._pods_rv = max(self._pods_rv, rv)
+        return out
+
+    def _create_cluster(self, nodes: list[client.V1Node]) -> None:
+        self.http = _RecordingHttp(self.http, self._note)
+        super()._create_cluster(nodes)
+        try:
+            address = self.kueue.start(self.http, self._documents, self.namespace)
+        except (kq.KueueError, client.rest.ApiException) as exc:
+            raise BackendError(f"Kueue: {exc}") from None
+        self.kueue_clock = kq.KueueClock(address, self.clock.run, timeout=self.opts.crash_timeout)
+        self.facts["kueue_version"] = self.kueue.version()
+
+    # ---- pods -----------------------------------------------------------------------------------
+
+    def add_pod(self, pod: client.V1Pod, job_id: str, now: float) -> None:
+        labels = dict(pod.metadata.labels or {})
+        if kq.QUEUE_LABEL not in labels:
+            super().add_pod(pod, job_id, now)
+            return
+        # strictly increasing: jobs submitted at one instant keep their submission order in Kueue's FIFO
+        self._order_ns = max(self._order_ns + 1, round(now * 1e9))
+        labels.update({kq.MANAGED_LABEL: "true", kq.QUEUE_ORDER_LABEL: str(self._order_ns)})
+        gate = client.V1PodSchedulingGate
+        gates = [gate(name=kq.ADMISSION_GATE), gate(name=RELEASE_GATE), *(pod.spec.scheduling_gates or [])]
+        meta = pod.metadata.model_copy(update={
+            "labels": labels, "finalizers": [*(pod.metadata.finalizers or []), kq.FINALIZER]})  # fmt: skip
+        pod = pod.model_copy(
+            update={"metadata": meta, "spec": pod.spec.model_copy(update={"scheduling_gates": gates})}
+        )
+        self._managed[pod.metadata.name] = self._order_ns
+        super().add_pod(pod, job_id, now)
+
+    def add_pod_group(self, group, now: float) -> None:
+        raise BackendError("a job on several hosts (a pod group) with --queues on the real backend is not "
+                           "supported yet: use the embedded backend (docs/kueue.md)")  # fmt: skip
+
+    def delete_pod(self, name: str, now: float) -> None:
+        """What the kubelet would report first (Kueue finishes a workload on a terminal phase; kube-
+        scheduler's pod informer sees the pod leave then), then the delete; Kueue lifts its finalizer."""
+        if name in self.specs and not self.broken:
+            self._managed.pop(name, None)
+            phase = "Succeeded" if name in self.node_of else "Failed"
+            self._drain()
+            try:
+                path = f"/api/v1/namespaces/{self.namespace}/pods/{name}/status"
+                body = json.dumps({"status": {"phase": phase}}).encode()
+                self._note(self.http.request("PATCH", path, body, "application/merge-patch+json"))
+            except client.rest.ApiException as exc:
+                if exc.status != 404:
+                    self._break(f"Kubernetes API: finishing pod {name} failed: {exc.status} {exc.reason}")
+        super().delete_pod(name, now)
+
+    # ---- the step ---------------------------------------------------------------------------------
+
+    def schedule(self, now: float):
+        self._alive()
+        if not self.broken and self.kueue_clock is not None:
+            self._kueue_step(now)
+        return super().schedule(now)
+
+    def _kueue_step(self, now: float) -> None:
+        import time
+
+        self._drain()
+        if self.kueue.proc is None or self.kueue.proc.poll() is not None:
+            self._break(f"Kueue exited (see {self.kueue.log_path})")
+            raise BackendError(self.broken or "")
+        t0 = time.monotonic()
+        with self._rv_lock:
+            rv = self._pods_rv
+        try:
+            st = self.kueue_clock.settle(rv, now)
+        except ClockError as exc:
+            self._break(f"Kueue did not settle at t={now}: {exc}")
+            raise BackendError(self.broken or str(exc)) from None
+        self.kueue_steps += 1
+        self.kueue_wall += time.monotonic() - t0
+        own = f"{self.namespace}/"
+        deleted = [d[len(own) :] for d in st.get("deleted") or [] if d.startswith(own)]
+        if deleted:
+            self._break(f"Kueue preempted or evicted {', '.join(deleted)}: Kueue preemption on the "
+                        "real backend is not supported yet (docs/kueue.md)")  # fmt: skip
+            raise BackendError(self.broken or "")
+        admitted = [a for a in st.get("ungated") or [] if a.get("pod") in self._managed]
+        admitted.sort(key=lambda a: self._managed[a["pod"]])
+        for a in admitted:
+            name = a["pod"]
+            del self._managed[name]
+            flavors = a.get("flavors") or {}
+            flavor = ",".join(flavors[r] for r in a.get("resources") or [])
+            self._admissions.append(Admission(pod=name, queue=a.get("local_queue") or "",
+                                              cluster_queue=a.get("cluster_queue") or "", flavor=flavor,
+                                              at=now))  # fmt: skip
+            if selector := a.get("node_selector"):
+                self._shadow_selector(name, selector)
+            self.ungate_pod(name, now)
+
+    def _shadow_selector(self, name: str, selector: dict) -> None:
+        """The flavor's node labels Kueue merged into the pod's nodeSelector, for the twin beside it."""
+        info = self.shadow.pods.get(name)
+        if info is not None and (info.pod.spec.node_selector or {}) != selector:
+            raise BackendError(
+                f"Kueue gave pod {name} the nodeSelector {selector}: flavors with nodeLabels on the real "
+                "backend are not supported yet (docs/kueue.md)"
+            )
+
+    def give_up_pending(self, now: float) -> list[Unschedulable]:
+        """Besides kube-scheduler's unschedulable pods: once nothing runs and every pod left waits for
+        Kueue, Kueue has had the whole quota at its last settle and declined: it never admits them."""
+        gone = super().give_up_pending(now)
+        if self.node_of or self.broken or not self._managed or self.unbound() > len(self._managed):
+            return gone
+        reasons = self._pending_reasons()
+        for name in sorted(self._managed, key=self._managed.__getitem__):
+            why = reasons.get(name) or "no flavor of its ClusterQueue can ever hold it"
+            self.delete_pod(name, now)
+            gone.append(Unschedulable(name, f"Kueue never admits it: {why}"))
+        return gone
+
+    def _pending_reasons(self) -> dict[str, str]:
+        """Each pending workload's QuotaReserved=False message, by pod (the Workload's owner)."""
+        try:
+            items = self.http.request("GET", f"/apis/{kq.GROUP}/{kq.VERSION}/namespaces/{self.namespace}/"
+                                      "workloads").get("items") or []  # fmt: skip
+        except (client.rest.ApiException, OSError):
+            return {}
+        out = {}
+        for wl in items:
+            msg = next((c.get("message", "") for c in (wl.get("status") or {}).get("conditions") or []
+                        if c.get("type") == "QuotaReserved" and c.get("status") == "False"), "")  # fmt: skip
+            for owner in wl["metadata"].get("ownerReferences") or []:
+                if owner.get("kind") == "Pod":
+                    out[owner["name"]] = msg
+        return out
+
+    def take_admissions(self) -> list[Admission]:
+        out, self._admissions = self._admissions, []
+        return out
+
+    def report(self) -> dict:
+        return {
+            **super().report(),
+            "kueue_steps": self.kueue_steps,
+            "kueue_settle_wall": round(self.kueue_wall, 3),
+        }
+
+    def close(self) -> None:
+        if not self._closed:
+            if self.kueue_clock is not None:
+                self.kueue_clock.end()
+            self.kueue.stop()
+            self._release_finalizers()
+        super().close()
+
+    def _release_finalizers(self) -> None:
+        """Pods Kueue no longer runs to finalize: their finalizer goes, so the run's cleanup ends."""
+        try:
+            pods = self.http.list_pods(self.namespace).get("items") or []
+        except (client.rest.ApiException, OSError):
+            return
+        for p in pods:
+            if kq.FINALIZER in (p["metadata"].get("finalizers") or []):
+                try:
+                    self.http.request(
+                        "PATCH",
+                        f"/api/v1/namespaces/{self.namespace}/pods/{p['metadata']['name']}",
+                        b'{"metadata":{"finalizers":null}}',
+                        "application/merge-patch+json",
+                    )
+                except (client.rest.ApiException, OSError):
+                    pass
