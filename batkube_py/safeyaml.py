@@ -67,7 +67,26 @@ def load_text(text: str, where: str) -> Any:
         loader.dispose()
 
 
-def load_file(path: Path) -> Any:
+def load_all_text(text: str, where: str) -> list[Any]:
+    """Every document of a multi-document stream (`---`), each bounded as load_text bounds one."""
+    loader = _BoundedLoader(text)
+    docs = []
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            if _expanded(node, {}) > MAX_EXPANDED:
+                raise yaml.YAMLError(f"its aliases expand to more than {MAX_EXPANDED:,} values")
+            docs.append(loader.construct_document(node))
+        return docs
+    except yaml.YAMLError as exc:
+        raise YamlError(f"{where}: not valid YAML: {' '.join(str(exc).split())[:300]}") from None
+    except RecursionError:
+        raise YamlError(f"{where}: nested too deeply") from None
+    finally:
+        loader.dispose()
+
+
+def read_text(path: Path) -> str:
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -76,4 +95,8 @@ def load_file(path: Path) -> Any:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise YamlError(f"{path}: not UTF-8 text (byte {exc.start})") from None
-    return load_text(text, str(path))
+    return text
+
+
+def load_file(path: Path) -> Any:
+    return load_text(read_text(path), str(path))
