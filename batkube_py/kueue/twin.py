@@ -49,14 +49,13 @@ class KueueTwin:
         self.queues.add(wl)
 
     def finish(self, wl: Workload) -> None:
-        """The workload's pods are gone: it leaves its queue, or frees its quota (and the cohort tree's
-        inadmissible workloads are retried)."""
+        """The workload's pods are gone: it frees its quota, or leaves its queue; either way the cohort
+        tree's inadmissible workloads are retried (the Workload controller's delete and finish handlers
+        both call QueueAssociatedInadmissibleWorkloadsAfter)."""
         self.workloads.pop(wl.name, None)
-        if wl.usage is not None and wl.name in self.cache.workloads[wl.cluster_queue]:
-            self.cache.release(wl)
-            self.queues.queue_inadmissible(wl.cluster_queue)
-        else:
-            self.queues.delete(wl)
+        self.cache.release(wl)
+        self.queues.delete(wl)
+        self.queues.queue_inadmissible(wl.cluster_queue)
 
     def run(self, now: float) -> Decisions:
         out = Decisions()

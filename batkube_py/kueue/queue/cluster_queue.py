@@ -30,7 +30,8 @@ class ClusterQueueQueue:
         self._heap: list[tuple[tuple, Workload]] = []
         self.active: dict[str, Workload] = {}  # in the heap (entries of other objects are stale)
         self.inadmissible: dict[str, Workload] = {}
-        self.sticky: str | None = None  # BestEffortFIFO: the head that issued preemptions keeps its place
+        # BestEffortFIFO: the head that issued preemptions sorts first until it is deleted (admitted)
+        self.sticky: str | None = None
 
     def __len__(self) -> int:
         return len(self.active) + len(self.inadmissible)
@@ -65,8 +66,6 @@ class ClusterQueueQueue:
                 self.sticky = wl.name
             self.push(wl)
             return True
-        if self.sticky == wl.name:
-            self.sticky = None
         self.inadmissible[wl.name] = wl
         return False
 

@@ -66,8 +66,6 @@ def is_preferred(a: tuple[int, int], b: tuple[int, int], preference: str | None)
         return False
     if b[0] == P_NO_FIT:
         return True
-    if (a[0] == P_NO_CANDIDATES) != (b[0] == P_NO_CANDIDATES):
-        return a[0] != P_NO_CANDIDATES
     if preference == "PreemptionOverBorrowing":
         return a[1] < b[1] if a[1] != b[1] else a[0] > b[0]
     return a[0] > b[0] if a[0] != b[0] else a[1] < b[1]
