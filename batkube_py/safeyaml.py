@@ -3,6 +3,8 @@ nodes through aliases (a "billion laughs"), nor nest deeply enough to exhaust th
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -50,40 +52,38 @@ def _expanded(node: yaml.Node, memo: dict[int, int]) -> int:
     return n
 
 
-def load_text(text: str, where: str) -> Any:
+@contextmanager
+def _bounded(text: str, where: str) -> Iterator[_BoundedLoader]:
     loader = _BoundedLoader(text)
     try:
-        node = loader.get_single_node()
-        if node is None:
-            return None
-        if _expanded(node, {}) > MAX_EXPANDED:
-            raise yaml.YAMLError(f"its aliases expand to more than {MAX_EXPANDED:,} values")
-        return loader.construct_document(node)
+        yield loader
     except yaml.YAMLError as exc:
         raise YamlError(f"{where}: not valid YAML: {' '.join(str(exc).split())[:300]}") from None
     except RecursionError:
         raise YamlError(f"{where}: nested too deeply") from None
     finally:
         loader.dispose()
+
+
+def _document(loader: _BoundedLoader, node: yaml.Node) -> Any:
+    if _expanded(node, {}) > MAX_EXPANDED:
+        raise yaml.YAMLError(f"its aliases expand to more than {MAX_EXPANDED:,} values")
+    return loader.construct_document(node)
+
+
+def load_text(text: str, where: str) -> Any:
+    with _bounded(text, where) as loader:
+        node = loader.get_single_node()
+        return None if node is None else _document(loader, node)
 
 
 def load_all_text(text: str, where: str) -> list[Any]:
     """Every document of a multi-document stream (`---`), each bounded as load_text bounds one."""
-    loader = _BoundedLoader(text)
-    docs = []
-    try:
+    with _bounded(text, where) as loader:
+        docs = []
         while loader.check_node():
-            node = loader.get_node()
-            if _expanded(node, {}) > MAX_EXPANDED:
-                raise yaml.YAMLError(f"its aliases expand to more than {MAX_EXPANDED:,} values")
-            docs.append(loader.construct_document(node))
+            docs.append(_document(loader, loader.get_node()))
         return docs
-    except yaml.YAMLError as exc:
-        raise YamlError(f"{where}: not valid YAML: {' '.join(str(exc).split())[:300]}") from None
-    except RecursionError:
-        raise YamlError(f"{where}: nested too deeply") from None
-    finally:
-        loader.dispose()
 
 
 def read_text(path: Path) -> str:

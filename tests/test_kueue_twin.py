@@ -180,14 +180,7 @@ def test_reclaim_lower_priority_takes_only_lower_priority_borrowers(tmp_path):
 def test_borrow_within_cohort_lets_a_borrowing_preemptor_evict_lower_priorities(tmp_path):
     def run(bwc):
         preemption = {"reclaimWithinCohort": "LowerPriority", "borrowWithinCohort": {"policy": bwc}}
-        d = Driver(
-            config(
-                tmp_path,
-                flavor("f"),
-                cq("a", {"f": {"cpu": 2}}, "co", preemption=preemption),
-                cq("b", {"f": {"cpu": 2}}, "co"),
-            )
-        )
+        d = cohort_pair(tmp_path, {"nominalQuota": 2}, {"nominalQuota": 2}, preemption=preemption)
         d.submit("b1", "b", 3, priority=1)  # b borrows 1
         assert d.run() == (["b1"], [])
         d.submit("a1", "a", 3, t=1, priority=9)  # needs 3 > its nominal 2: must borrow while preempting
@@ -202,14 +195,7 @@ def test_borrow_within_cohort_respects_the_max_priority_threshold(tmp_path):
         "reclaimWithinCohort": "LowerPriority",
         "borrowWithinCohort": {"policy": "LowerPriority", "maxPriorityThreshold": 0},
     }
-    d = Driver(
-        config(
-            tmp_path,
-            flavor("f"),
-            cq("a", {"f": {"cpu": 2}}, "co", preemption=preemption),
-            cq("b", {"f": {"cpu": 2}}, "co"),
-        )
-    )
+    d = cohort_pair(tmp_path, {"nominalQuota": 2}, {"nominalQuota": 2}, preemption=preemption)
     d.submit("b1", "b", 3, priority=1)  # above the threshold: only preemptible without borrowing
     assert d.run() == (["b1"], [])
     d.submit("a1", "a", 3, t=1, priority=9)
