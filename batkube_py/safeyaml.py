@@ -3,6 +3,8 @@ nodes through aliases (a "billion laughs"), nor nest deeply enough to exhaust th
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -50,15 +52,11 @@ def _expanded(node: yaml.Node, memo: dict[int, int]) -> int:
     return n
 
 
-def load_text(text: str, where: str) -> Any:
+@contextmanager
+def _bounded(text: str, where: str) -> Iterator[_BoundedLoader]:
     loader = _BoundedLoader(text)
     try:
-        node = loader.get_single_node()
-        if node is None:
-            return None
-        if _expanded(node, {}) > MAX_EXPANDED:
-            raise yaml.YAMLError(f"its aliases expand to more than {MAX_EXPANDED:,} values")
-        return loader.construct_document(node)
+        yield loader
     except yaml.YAMLError as exc:
         raise YamlError(f"{where}: not valid YAML: {' '.join(str(exc).split())[:300]}") from None
     except RecursionError:
@@ -67,7 +65,28 @@ def load_text(text: str, where: str) -> Any:
         loader.dispose()
 
 
-def load_file(path: Path) -> Any:
+def _document(loader: _BoundedLoader, node: yaml.Node) -> Any:
+    if _expanded(node, {}) > MAX_EXPANDED:
+        raise yaml.YAMLError(f"its aliases expand to more than {MAX_EXPANDED:,} values")
+    return loader.construct_document(node)
+
+
+def load_text(text: str, where: str) -> Any:
+    with _bounded(text, where) as loader:
+        node = loader.get_single_node()
+        return None if node is None else _document(loader, node)
+
+
+def load_all_text(text: str, where: str) -> list[Any]:
+    """Every document of a multi-document stream (`---`), each bounded as load_text bounds one."""
+    with _bounded(text, where) as loader:
+        docs = []
+        while loader.check_node():
+            docs.append(_document(loader, loader.get_node()))
+        return docs
+
+
+def read_text(path: Path) -> str:
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -76,4 +95,8 @@ def load_file(path: Path) -> Any:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise YamlError(f"{path}: not UTF-8 text (byte {exc.start})") from None
-    return load_text(text, str(path))
+    return text
+
+
+def load_file(path: Path) -> Any:
+    return load_text(read_text(path), str(path))

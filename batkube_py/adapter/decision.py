@@ -24,9 +24,12 @@ from batkube_py.adapter.instant import ADD, DELETE, NODES, UNGATE, Cycles
 from batkube_py.adapter.norequest import NoRequest
 from batkube_py.adapter.outputs import PodRecord, RunOutputs
 from batkube_py.adapter.outputs import summary as outputs_summary
+from batkube_py.adapter.queuejobs import QueueJobs
+from batkube_py.adapter.queuelog import QueueLog, queue_summary
 from batkube_py.adapter.starts import Starts
 from batkube_py.adapter.startup import StartupLatency
 from batkube_py.cluster.base import Backend, BackendError
+from batkube_py.kueue.workload import pod_requests
 from batkube_py.protocol import models as m
 from batkube_py.protocol.codec import ProtocolError, decode_message
 from batkube_py.protocol.reply import TIME_RESOLUTION, Reply
@@ -46,6 +49,7 @@ class DecisionProcess:
         startup: StartupLatency | None = None,
         no_request: NoRequest | None = None,
         host_labels: dict[str, dict[str, str]] | None = None,
+        queues: QueueJobs | None = None,
     ):
         self._factory = backend_factory
         self.no_request = no_request or NoRequest()
@@ -72,6 +76,8 @@ class DecisionProcess:
         # shapes some node can hold, while in use: a job with fields of its own has a shape of its own
         self._admitted: weakref.WeakSet[podshape.Shape] = weakref.WeakSet()
         self.cycles = Cycles()  # when the scheduler runs: instant.py
+        self.queue_jobs = queues or QueueJobs()  # Kueue's queue fields (--queues): queuejobs.py
+        self.queue_log = QueueLog(self.queue_jobs.queues, outputs.dir if outputs is not None else None)
 
     # ---- entry points ---------------------------------------------------------------------------
 
@@ -195,12 +201,16 @@ class DecisionProcess:
         profile = podshape.job_profile(job, forwarded, self._profiles.get(workload, {}))
         why = f"a working run ({self.fatal})" if self.fatal is not None else None
         admitted = admission.admit(record, job, profile, self.backend, self._admitted, why, self.no_request)
+        if not isinstance(admitted, translate.Rejection):
+            admitted = self.queue_jobs.admit(record, job, admitted)
         if not isinstance(admitted, translate.Rejection) and job["res"] > 1:
             admitted = self.gangs.admit(record, job, profile, admitted, self.backend, self._job_of_pod.keys())
         admitted = self.gates.admit(job_id, job, submit, self.backend, admitted)
         if isinstance(admitted, translate.Rejection):
             return self._reject(record, reply, admitted)
         self._jobs[job_id] = (job, profile)
+        shape = admitted.shape if isinstance(admitted, gangjobs.Gang) else admitted
+        self.queue_log.submitted(record, pod_requests(shape.template), job["res"])
         backend = self.backend
         if isinstance(admitted, gangjobs.Gang):
             self._job_of_pod.update((p, job_id) for p in (admitted.name, *admitted.pods))
@@ -264,10 +274,13 @@ class DecisionProcess:
         if record.state == "Running":
             self.disruptions.evict(record, why, node_failure)
             return
-        # Starting: Batsim never ran it, so the job simply gets new pods (a group: as one), scheduled afresh
+        # Starting (or admitted by Kueue, not bound): Batsim never ran it, so the job simply gets new pods
+        # (a group: as one), scheduled afresh
         now, name, job_id = self.now, record.pod, record.job_id
+        self.queue_log.released(record, now, requeued=True)
         record.state, record.node, record.resource_id, record.bind_time = "Pending", "", "", ""
         record.reason, record.members = f"restarted: {why}", ()
+        record.flavor = record.admitted_at = ""
         self._stage(now, DELETE, job_id, lambda: self._delete_pods(job_id, name, now))
         self._stage(now, ADD, job_id, lambda: self._add_pods(job_id, name, now))
 
@@ -292,7 +305,13 @@ class DecisionProcess:
             else:
                 record.node, record.resource_id = b.node, self.hosts.host_of[b.node]
             self.starts.bound(record, self.now, reply)
-        for ev in self.backend.take_evictions():
+        evictions = self.backend.take_evictions()
+        for ev in evictions:  # Kueue deleted these pods at once: their quota is free before admissions
+            if (record := self.records[self._job_of_pod[ev.pod]]).state == "Pending" and record.admitted_at:
+                self._disrupt(record, ev.reason, False)
+        if broken := self.queue_log.take(self.backend, self._record_of, self.now):
+            self._fail(f"invariant violated, Kueue over-admitted: {broken}")
+        for ev in evictions:
             record = self.records[self._job_of_pod[ev.pod]]
             if record.state in ("Running", "Starting"):  # a group's other pods may follow its first
                 self._disrupt(record, ev.reason, False)
@@ -357,8 +376,12 @@ class DecisionProcess:
             if not self.disruptions.acknowledged:  # Batsim will not echo a JOB_SUBMITTED for it
                 self._submit(new_id, new_job, new_profile, ts, reply)
 
+    def _record_of(self, pod: str) -> PodRecord:
+        return self.records[self._job_of_pod[pod]]
+
     def _delete_pods(self, job_id: str, name: str, now: float) -> None:
         assert self.backend is not None
+        self.queue_log.released(self.records[job_id], now)
         if job_id in self.gangs:
             self.gangs.delete_from(self.backend, job_id, now)
             if self.records[job_id].state not in ("Pending", "Starting", "Running"):
@@ -373,10 +396,13 @@ class DecisionProcess:
         job, profile = self._jobs[job_id]
         shape = podshape.pod_shape(job_id, job, profile)
         assert not isinstance(shape, translate.Rejection)
-        pod = podshape.assemble(job_id, name, self.no_request.apply(shape, count=False))
+        shape = self.queue_jobs.labelled(job_id, self.no_request.apply(shape, count=False))
+        pod = podshape.assemble(job_id, name, shape)
         self.gates.add_pod(self.backend, pod, job_id, now)
 
     def _final(self, record: PodRecord) -> None:
+        self.queue_log.gone(record, self.now)
+        self.queue_jobs.forget(record.job_id)
         self.jobs_done += 1
         self._jobs.pop(record.job_id, None)
         if self.outputs is not None:
@@ -403,6 +429,8 @@ class DecisionProcess:
             "over_allocations": self.over_allocations,
             **self.disruptions.summary(),
             **self.gates.summary(),
+            **self.queue_jobs.summary(),
+            **({"queue_stats": queue_summary(self.records.values())} if self.queue_jobs.queues else {}),
             "unknown_events": self.unknown_events,
             "error": self.fatal,
             **(self.backend.report() if self.backend is not None else {}),

@@ -39,6 +39,10 @@ class PodRecord:
     reason: str = ""
     group: str = ""  # the job's PodGroup (res > 1): pod names the group, node its distinct nodes
     group_size: int = 1
+    queue: str = ""  # Kueue (--queues): the job's LocalQueue, its ClusterQueue, flavor(s), admission time
+    cluster_queue: str = ""
+    flavor: str = ""
+    admitted_at: float | str = ""
     # a bound group's pods as (pod, node, resource id): pods.csv has one row per pod, the job's columns
     members: tuple[tuple[str, str, int], ...] = field(default=(), repr=False)
 

@@ -104,6 +104,11 @@ def with_requests(shape: Shape, extra: dict[str, str]) -> Shape:
     return _shape(shape.spec, shape.container.model_copy(update={"resources": resources}), shape.labels)
 
 
+def with_labels(shape: Shape, extra: dict[str, str]) -> Shape:
+    """The same pod shape with more labels (queuejobs.py: Kueue's queue and priority-class labels)."""
+    return _shape(shape.spec, shape.container, {**(shape.labels or {}), **extra})
+
+
 def _pod(meta: client.V1ObjectMeta, spec: dict[str, Any], container: client.V1Container) -> client.V1Pod:
     pod_spec = _SPEC.model_copy(update={**spec, "containers": [container]})
     return _POD.model_copy(update={"metadata": meta, "spec": pod_spec})

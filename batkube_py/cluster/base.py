@@ -43,6 +43,18 @@ class Eviction:
     reason: str
 
 
+@dataclass(frozen=True)
+class Admission:
+    """Kueue admitted a job's workload (--queues): `pod` is the pod's name, or its pod group's; `flavor`
+    the flavors assigned, one per resource group used, comma-joined in the ClusterQueue's group order."""
+
+    pod: str
+    queue: str
+    cluster_queue: str
+    flavor: str
+    at: float
+
+
 class Backend(Protocol):
     def serves(self, scheduler_name: str) -> bool:
         """Whether some scheduler profile is responsible for pods with this schedulerName."""
@@ -62,6 +74,9 @@ class Backend(Protocol):
 
     def take_evictions(self) -> list[Eviction]:
         """Running pods to kill since the last call (preemption victims), in decision order."""
+
+    def take_admissions(self) -> list[Admission]:
+        """Kueue admissions since the last call, in decision order (none without --queues)."""
 
     def give_up_pending(self, now: float) -> list[Unschedulable]:
         """Remove and return the pending pods that no longer have any chance to run."""

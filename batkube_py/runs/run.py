@@ -23,9 +23,12 @@ from batkube_py import __version__
 from batkube_py.adapter.decision import BackendFactory, DecisionProcess
 from batkube_py.adapter.norequest import NoRequest
 from batkube_py.adapter.outputs import RunOutputs
+from batkube_py.adapter.queuejobs import QueueJobs
 from batkube_py.adapter.startup import LatencySpecError, StartupLatency, parse_latency
+from batkube_py.cluster.admission import KueueAdmission
 from batkube_py.cluster.embedded import EmbeddedCluster
 from batkube_py.inputs import topology
+from batkube_py.inputs.queues import QueuesConfig, QueuesError, load_queues
 from batkube_py.protocol.codec import ProtocolError
 from batkube_py.protocol.reply import ReplyRuleError
 from batkube_py.runs import RunError
@@ -59,6 +62,7 @@ class RunConfig:
     batsim_log: bool = False  # Batsim's own log of every message (off: Batsim runs with -q)
     no_request: str = "exclusive"  # what a job without a cpu request asks for (norequest.py)
     kube_version: KubeVersion = DEFAULT_KUBE_VERSION  # the kube-scheduler release the embedded twin follows
+    queues: Path | None = None  # Kueue objects (--queues): jobs are admitted by Kueue (its twin, embedded)
 
 
 @dataclass
@@ -68,18 +72,24 @@ class Checked:
     total: int
     startup: StartupLatency | None
     batsim: list[str]
+    queues: QueuesConfig | None = None
+    default_queue: str | None = None  # the workload's top-level `queue`
 
     def inputs(self, cfg: RunConfig) -> dict[str, Path | None]:
-        return {"platform": cfg.platform, "workload": cfg.workload, "scheduler config": cfg.scheduler_config}
+        return {"platform": cfg.platform, "workload": cfg.workload, "scheduler config": cfg.scheduler_config,
+                "queues": cfg.queues}  # fmt: skip
 
 
 def embedded_factory(
     seed: int, record: Path | None = None, config: Path | None = None,
-    kube_version: KubeVersion = DEFAULT_KUBE_VERSION,
+    kube_version: KubeVersion = DEFAULT_KUBE_VERSION, queues: QueuesConfig | None = None,
 ) -> BackendFactory:  # fmt: skip
     """The default backend; `record` streams every scheduling decision to that JSON-lines file;
     `config` is a KubeSchedulerConfiguration (profiles, weights, args, backoff) as kube-scheduler
-    `kube_version` (versions.py) takes it, and the twin follows that release."""
+    `kube_version` (versions.py) takes it, and the twin follows that release; with `queues`, the Kueue
+    twin admits the jobs first (cluster/admission.py)."""
+    if queues is not None and (why := queues.twin_refusal()) is not None:
+        raise RunError(why)
     try:
         sched = load_config(config, kube_version) if config is not None else default_config(kube_version)
     except ConfigError as exc:
@@ -92,7 +102,11 @@ def embedded_factory(
                  kube_version)  # fmt: skip
         profiles = build_profiles(sched, seed)
         recorder = DecisionRecorder(record) if record else None
-        return EmbeddedCluster(nodes, seed=seed, profiles=profiles, queue_config=queue, recorder=recorder)
+        cluster = EmbeddedCluster(nodes, seed=seed, profiles=profiles, queue_config=queue, recorder=recorder)
+        if queues is None:
+            return cluster
+        log.info("jobs are admitted by batkube's twin of Kueue v0.17.0 (--queues %s)", queues.path)
+        return KueueAdmission(cluster, queues)
 
     return make
 
@@ -104,7 +118,7 @@ def _latency(spec: str | None, seed: int) -> StartupLatency | None:
         raise RunError(str(exc)) from None
 
 
-def count_jobs(workload: Path) -> int:
+def read_workload(workload: Path) -> dict[str, Any]:
     try:
         doc = json.loads(workload.read_bytes().decode("utf-8"))
     except OSError as exc:
@@ -119,7 +133,20 @@ def count_jobs(workload: Path) -> int:
         raise RunError(f"workload {workload} is nested too deeply to be a Batsim workload") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("jobs"), list):
         raise RunError(f"workload {workload}: expected an object with a 'jobs' array (Batsim workload)")
-    return len(doc["jobs"])
+    if "queue" in doc and not isinstance(doc["queue"], str):
+        raise RunError(f"workload {workload}: field 'queue' = {doc['queue']!r}: expected a LocalQueue name")
+    return doc
+
+
+def count_jobs(workload: Path) -> int:
+    return len(read_workload(workload)["jobs"])
+
+
+def load_queues_file(path: Path | None) -> QueuesConfig | None:
+    try:
+        return load_queues(path) if path is not None else None
+    except QueuesError as exc:
+        raise RunError(str(exc)) from None
 
 
 def open_transcript(path: Path | None) -> TranscriptWriter | None:
@@ -168,7 +195,10 @@ def preflight(cfg: RunConfig) -> Checked:
     for what, value in (("--connect-timeout", cfg.connect_timeout), ("--idle-timeout", cfg.idle_timeout)):
         if value is not None and not 0 < value < float("inf"):
             raise RunError(f"{what} must be a positive number of seconds, got {value}")
-    return Checked(count_jobs(cfg.workload), _latency(cfg.startup_latency, cfg.seed), find_batsim(cfg.batsim))
+    doc = read_workload(cfg.workload)
+    queues = load_queues_file(cfg.queues)
+    return Checked(len(doc["jobs"]), _latency(cfg.startup_latency, cfg.seed), find_batsim(cfg.batsim), queues,
+                   doc.get("queue"))  # fmt: skip
 
 
 def platform_labels(platform: Path) -> dict[str, dict[str, str]]:
@@ -191,7 +221,7 @@ def run(
     total, startup, batsim = checked.total, checked.startup, checked.batsim
     record = cfg.out / "decisions.jsonl" if cfg.record_decisions else None
     backend_factory = backend_factory or embedded_factory(
-        cfg.seed, record, cfg.scheduler_config, cfg.kube_version
+        cfg.seed, record, cfg.scheduler_config, cfg.kube_version, checked.queues
     )
     try:
         cfg.out.mkdir(parents=True, exist_ok=True)
@@ -206,7 +236,7 @@ def run(
         raise
     process = DecisionProcess(
         backend_factory, outputs, startup, NoRequest(cfg.no_request),  # type: ignore[arg-type]
-        host_labels=platform_labels(cfg.platform),
+        host_labels=platform_labels(cfg.platform), queues=QueueJobs(checked.queues, checked.default_queue),
     )
     endpoint = Endpoint()
     cmd = batsim_command(batsim, cfg, endpoint.address, cfg.out / "out")
@@ -258,6 +288,7 @@ def run(
             stop_process(proc, group=True, wait=batsim_usage.wait)
             endpoint.close()
             outputs.close()
+            process.queue_log.close()
             if transcript is not None:
                 transcript.close()
             if process.backend is not None:

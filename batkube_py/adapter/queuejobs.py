@@ -1,0 +1,87 @@
+"""Jobs for Kueue (`--queues`): a job's LocalQueue and WorkloadPriorityClass as its pods' labels.
+
+A job names its LocalQueue with `queue` (else the workload's top-level `queue`, else the LocalQueue
+`default` if the file has one: Kueue's LocalQueueDefaulting) and may name a WorkloadPriorityClass with
+`priority_class`. Its pods then carry `kueue.x-k8s.io/queue-name` (and `kueue.x-k8s.io/priority-class`),
+which is all Kueue reads of them. A job naming a queue or class the file does not have is rejected on
+submission, never left pending. Without `--queues` both fields are ignored, said once in the log and in
+summary.json.
+"""
+
+from __future__ import annotations
+
+import logging
+import weakref
+from typing import Any
+
+from batkube_py.adapter import podshape, translate
+from batkube_py.adapter.outputs import PodRecord
+from batkube_py.inputs.queues import PRIORITY_LABEL, QUEUE_LABEL, QueuesConfig
+
+log = logging.getLogger(__name__)
+
+FIELDS = ("queue", "priority_class")
+
+
+class QueueJobs:
+    def __init__(self, queues: QueuesConfig | None = None, default_queue: str | None = None):
+        self.queues = queues
+        self.default_queue = default_queue
+        self.ignored = 0  # jobs whose queue fields were ignored (no --queues)
+        self._labels: dict[str, dict[str, str]] = {}  # job id → its pods' Kueue labels
+        self._shapes: weakref.WeakKeyDictionary[podshape.Shape, dict[tuple, podshape.Shape]] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def admit(self, record: PodRecord, job: dict[str, Any], shape: podshape.Shape) -> Any:
+        """The shape with the job's Kueue labels, or the Rejection saying which field names nothing."""
+        queue = job.get("queue", self.default_queue)
+        priority_class = job.get("priority_class")
+        if self.queues is None:
+            if queue is not None or priority_class is not None:
+                if not self.ignored:
+                    log.warning("jobs name a Kueue queue or priority class but the run has no --queues: "
+                                "the fields are ignored (summary.json: queue_fields_ignored)")  # fmt: skip
+                self.ignored += 1
+            return shape
+        lqs = self.queues.local_queues
+        if queue is None and "default" in lqs:
+            queue = "default"
+        if not isinstance(queue, str) or queue not in lqs:
+            where = "queue" if "queue" in job or queue is None else "workload.queue"
+            names = ", ".join(sorted(lqs)) or "none"
+            expected = f"the name of a LocalQueue of {self.queues.path} ({names})"
+            if queue is None:
+                expected += "; the job has none, nor has its workload, and there is no LocalQueue 'default'"
+            return translate.Rejection(record.job_id, where, repr(queue), expected)
+        labels = {QUEUE_LABEL: queue}
+        if priority_class is not None:
+            classes = self.queues.priority_classes
+            if not isinstance(priority_class, str) or priority_class not in classes:
+                names = ", ".join(sorted(classes)) or "none"
+                return translate.Rejection(
+                    record.job_id, "priority_class", repr(priority_class),
+                    f"the name of a WorkloadPriorityClass of {self.queues.path} ({names})",
+                )  # fmt: skip
+            labels[PRIORITY_LABEL] = priority_class
+        record.queue = queue
+        record.cluster_queue = lqs[queue].spec.cluster_queue
+        self._labels[record.job_id] = labels
+        return self.labelled(record.job_id, shape)
+
+    def labelled(self, job_id: str, shape: podshape.Shape) -> podshape.Shape:
+        """`shape` with the job's Kueue labels (a restarted job's new pods get them too)."""
+        labels = self._labels.get(job_id)
+        if not labels:
+            return shape
+        by_labels = self._shapes.setdefault(shape, {})
+        key = tuple(sorted(labels.items()))
+        if key not in by_labels:
+            by_labels[key] = podshape.with_labels(shape, labels)
+        return by_labels[key]
+
+    def forget(self, job_id: str) -> None:
+        self._labels.pop(job_id, None)
+
+    def summary(self) -> dict[str, Any]:
+        return {"queues": self.queues.path if self.queues else None, "queue_fields_ignored": self.ignored}

@@ -1,0 +1,213 @@
+"""The scheduler's cache and its per-cycle snapshot: Kueue's pkg/cache/scheduler (cache.go, snapshot.go,
+clusterqueue_snapshot.go, cohort_snapshot.go).
+
+The cache holds the ClusterQueue and Cohort trees built from the queues file and every admitted
+Workload with its usage. A cycle works on a Snapshot: the same trees with their usage copied, so that
+what the cycle adds (admissions, reserved capacity) and what preemption simulates (removals) never
+touches the cache.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from kubernetes import client
+
+from batkube_py.inputs import kueueobjects as k
+from batkube_py.inputs.queues import QueuesConfig, amount
+from batkube_py.kueue.cache.resource_node import (
+    FR,
+    Node,
+    Quota,
+    add_usage,
+    available,
+    potential_available,
+    remove_usage,
+    update_tree,
+)
+from batkube_py.kueue.workload import PODS, Workload
+
+
+@dataclass(frozen=True)
+class ResourceGroup:
+    covered: tuple[str, ...]
+    flavors: tuple[str, ...]
+    label_keys: frozenset[str]  # the node label keys its flavors use (flavorSelector)
+
+
+@dataclass(frozen=True)
+class Flavor:
+    name: str
+    node_labels: dict[str, str]
+    taints: tuple[client.V1Taint, ...]
+    tolerations: tuple[client.V1Toleration, ...]
+
+
+@dataclass(frozen=True)
+class ClusterQueueSpec:
+    """What the scheduler reads of a ClusterQueue besides its quotas."""
+
+    name: str
+    strategy: str
+    groups: tuple[ResourceGroup, ...]
+    preemption: k.Preemption
+    fungibility: k.FlavorFungibility
+
+    def group_of(self, resource: str) -> ResourceGroup | None:
+        """RGByResource."""
+        return next((g for g in self.groups if resource in g.covered), None)
+
+    @property
+    def covers_pods(self) -> bool:
+        return self.group_of(PODS) is not None
+
+    @property
+    def resources(self) -> list[str]:
+        return [r for g in self.groups for r in g.covered]
+
+
+def _quotas(groups: list[k.ResourceGroup]) -> dict[FR, Quota]:
+    out = {}
+    for group in groups:
+        for fq in group.flavors:
+            for rq in fq.resources:
+                limits = [
+                    None if v is None else amount(rq.name, v) for v in (rq.borrowing_limit, rq.lending_limit)
+                ]
+                out[(fq.name, rq.name)] = Quota(amount(rq.name, rq.nominal_quota), *limits)
+    return out
+
+
+def _flavor(obj: k.ResourceFlavor) -> Flavor:
+    spec = obj.spec
+    taints = tuple(client.V1Taint(key=t.key, value=t.value, effect=t.effect) for t in spec.node_taints)
+    tolerations = tuple(
+        client.V1Toleration(key=t.key, operator=t.operator, value=t.value, effect=t.effect or None)
+        for t in spec.tolerations
+    )
+    return Flavor(obj.metadata.name, dict(spec.node_labels), taints, tolerations)
+
+
+class Cache:
+    def __init__(self, cfg: QueuesConfig):
+        self.flavors = {name: _flavor(f) for name, f in cfg.flavors.items()}
+        self.specs: dict[str, ClusterQueueSpec] = {}
+        self.cqs: dict[str, Node] = {}
+        self.cohorts: dict[str, Node] = {}
+        for name in sorted(cfg.cluster_queues):
+            spec = cfg.cluster_queues[name].spec
+            groups = tuple(
+                ResourceGroup(
+                    tuple(g.covered_resources),
+                    tuple(f.name for f in g.flavors),
+                    frozenset(key for f in g.flavors for key in self.flavors[f.name].node_labels),
+                )
+                for g in spec.resource_groups
+            )
+            self.specs[name] = ClusterQueueSpec(
+                name, spec.queueing_strategy, groups, spec.preemption, spec.flavor_fungibility
+            )
+            self.cqs[name] = Node(name, True, quotas=_quotas(spec.resource_groups))
+            if spec.cohort_name is not None:
+                self._cohort(cfg, spec.cohort_name).child_cqs.append(self.cqs[name])
+                self.cqs[name].parent = self.cohorts[spec.cohort_name]
+        for root in self.roots():
+            update_tree(root)
+        self.workloads: dict[str, dict[str, Workload]] = {name: {} for name in self.cqs}
+        self.lq_to_cq = {name: lq.spec.cluster_queue for name, lq in cfg.local_queues.items()}
+
+    def _cohort(self, cfg: QueuesConfig, name: str) -> Node:
+        """The cohort named `name`, an object of the file or implicit (named by a ClusterQueue or a
+        child Cohort only), linked to its parent."""
+        if name in self.cohorts:
+            return self.cohorts[name]
+        obj = cfg.cohorts.get(name)
+        node = self.cohorts[name] = Node(name, False, quotas=_quotas(obj.spec.resource_groups) if obj else {})
+        if obj is not None and obj.spec.parent_name is not None:
+            parent = self._cohort(cfg, obj.spec.parent_name)
+            parent.child_cohorts.append(node)
+            node.parent = parent
+        return node
+
+    def roots(self) -> list[Node]:
+        return [n for n in [*self.cohorts.values(), *self.cqs.values()] if n.parent is None]
+
+    def same_tree(self, cq: str) -> list[str]:
+        """The ClusterQueues sharing cq's root cohort (cq alone when it has none)."""
+        return [n.name for n in self.cqs[cq].root().subtree_cqs()]
+
+    def admit(self, wl: Workload) -> None:
+        """Assume the workload admitted (its usage is set)."""
+        assert wl.usage is not None
+        self.workloads[wl.cluster_queue][wl.name] = wl
+        for fr, v in wl.usage.items():
+            add_usage(self.cqs[wl.cluster_queue], fr, v)
+
+    def release(self, wl: Workload) -> None:
+        """The workload's pods are gone: its quota is free again."""
+        if self.workloads[wl.cluster_queue].pop(wl.name, None) is None:
+            return
+        for fr, v in (wl.usage or {}).items():
+            remove_usage(self.cqs[wl.cluster_queue], fr, v)
+
+    def snapshot(self) -> Snapshot:
+        return Snapshot(self)
+
+
+def _clone(node: Node, parent: Node | None, into: dict[str, Node]) -> Node:
+    copy = Node(node.name, node.is_cq, parent, node.quotas, node.subtree, dict(node.usage))
+    copy.child_cohorts = [_clone(c, copy, into) for c in node.child_cohorts]
+    copy.child_cqs = [_clone(c, copy, into) for c in node.child_cqs]
+    if node.is_cq:
+        into[node.name] = copy
+    return copy
+
+
+class Snapshot:
+    """One cycle's view of the cache; its trees are copies, its workloads the cache's own objects."""
+
+    def __init__(self, cache: Cache):
+        self.cache = cache
+        self.specs = cache.specs
+        self.flavors = cache.flavors
+        self.cqs: dict[str, Node] = {}
+        for root in cache.roots():
+            _clone(root, None, self.cqs)
+        self.workloads = {cq: dict(wls) for cq, wls in cache.workloads.items()}
+
+    def add_usage(self, cq: str, usage: dict[FR, int]) -> None:
+        for fr, v in usage.items():
+            add_usage(self.cqs[cq], fr, v)
+
+    def remove_workload(self, wl: Workload) -> None:
+        del self.workloads[wl.cluster_queue][wl.name]
+        for fr, v in (wl.usage or {}).items():
+            remove_usage(self.cqs[wl.cluster_queue], fr, v)
+
+    def add_workload(self, wl: Workload) -> None:
+        self.workloads[wl.cluster_queue][wl.name] = wl
+        self.add_usage(wl.cluster_queue, wl.usage or {})
+
+    def simulate_removal(self, wls: Iterable[Workload]) -> Callable[[], None]:
+        """SimulateWorkloadRemoval: remove them, and the function that puts them back."""
+        gone = [w for w in dict.fromkeys(wls) if w.name in self.workloads[w.cluster_queue]]
+        for w in gone:
+            self.remove_workload(w)
+
+        def revert() -> None:
+            for w in gone:
+                self.add_workload(w)
+
+        return revert
+
+    def fits(self, cq: str, usage: dict[FR, int]) -> bool:
+        """ClusterQueueSnapshot.Fits: every flavor-resource within what the ClusterQueue may still use."""
+        node = self.cqs[cq]
+        return all(v <= available(node, fr) for fr, v in usage.items())
+
+    def available(self, cq: str, fr: FR) -> int:
+        return available(self.cqs[cq], fr)
+
+    def potential(self, cq: str, fr: FR) -> int:
+        return potential_available(self.cqs[cq], fr)
