@@ -47,6 +47,17 @@ def require_binaries(version: str | None = None) -> None:
         pytest.skip(missing)
 
 
+def require_kueue() -> None:
+    """Kueue's controller (built by `batkube controlplane build` beside the control plane)."""
+    from batkube_py.controlplane.kueuebuild import find_kueue
+
+    if find_kueue() is None:
+        missing = "Kueue's controller not built: run `batkube controlplane build` (Go >= 1.26, once, cached)"
+        if controlplane_required():
+            pytest.fail(missing + " (required here: CI=true or BATKUBE_REQUIRE_CONTROLPLANE=1)")
+        pytest.skip(missing)
+
+
 def start(tmp: Path, scheduler_config: Path | None = None, version: str | None = None) -> ControlPlane:
     """A control plane in its own temp dir: pytest prunes old basetemp dirs (pytest-of-USER/pytest-N) when
     another pytest starts, which would delete a running etcd's data under tmp_path."""

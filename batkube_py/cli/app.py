@@ -140,7 +140,10 @@ def run_cmd(platform, workload, out, seed, batsim, batsim_args, progress, batsim
         batsim_log=batsim_log, no_request=no_request, queues=queues,
         **({"kube_version": kube_version} if kube_version else {}),
     )  # fmt: skip
-    _report(run_claimed(cfg, _api_config(backend, kube_version), overwrite))
+    api_cfg = _api_config(backend, kube_version)
+    if api_cfg is not None:
+        api_cfg.queues = queues  # the real Kueue admits the jobs (docs/kueue.md)
+    _report(run_claimed(cfg, api_cfg, overwrite))
 
 
 def _api_config(backend: dict, kube_version: str | None):

@@ -30,11 +30,15 @@ RELEASE_GATE = "batkube.io/release"
 
 
 class _RecordingHttp:
-    """The cluster's KubeHttp, noting the resourceVersion of every pod it writes: Kueue's settle waits
-    until its informers have delivered them."""
+    """The cluster's KubeHttp, noting the resourceVersion of every pod it writes (Kueue's settle waits
+    until its informers have delivered them), and holding back the deletion of pods Kueue manages: a pod
+    deleted before Kueue saw it finish only has its finalizers dropped, and its Workload keeps its quota
+    until the garbage collector, which this control plane does not run, deletes it."""
 
-    def __init__(self, http, note):
-        self._http, self._note = http, note
+    def __init__(self, http, note, held: set[str]):
+        self._http, self._note, self._held = http, note, held
+        self.deferred: list[tuple[str, str]] = []
+        self._lock = threading.Lock()
 
     def __getattr__(self, name):
         return getattr(self._http, name)
@@ -42,8 +46,19 @@ class _RecordingHttp:
     def create_pod(self, *args, **kw):
         return self._note(self._http.create_pod(*args, **kw))
 
-    def delete_pod(self, *args, **kw):
-        return self._note(self._http.delete_pod(*args, **kw))
+    def delete_pod(self, name: str, namespace: str, **kw):
+        if name in self._held:
+            with self._lock:
+                self.deferred.append((name, namespace))
+            return None
+        return self._note(self._http.delete_pod(name, namespace, **kw))
+
+    def take_deferred(self) -> list[tuple[str, str]]:
+        with self._lock:
+            out, self.deferred = self.deferred, []
+        for name, _ in out:
+            self._held.discard(name)
+        return out
 
 
 class KueueCluster(QueueCluster):
@@ -55,9 +70,11 @@ class KueueCluster(QueueCluster):
         self._rv_lock = threading.Lock()
         self._pods_rv = 0
         self._managed: dict[str, int] = {}  # Kueue-managed pods still pending admission: their order
+        self._finishing: set[str] = set()  # finished pods to delete once Kueue has finished their Workload
         self._admissions: list[Admission] = []
         self.kueue_steps = 0
         self.kueue_wall = 0.0
+        self.kueue_waits: dict[str, int] = {}  # polls of Kueue's settle per reason it was not yet quiet
         super().__init__(*args, **kw)
 
     def _note(self, out):
@@ -67,7 +84,7 @@ class KueueCluster(QueueCluster):
         return out
 
     def _create_cluster(self, nodes: list[client.V1Node]) -> None:
-        self.http = _RecordingHttp(self.http, self._note)
+        self.http = _RecordingHttp(self.http, self._note, self._finishing)
         super()._create_cluster(nodes)
         try:
             address = self.kueue.start(self.http, self._documents, self.namespace)
@@ -104,6 +121,8 @@ class KueueCluster(QueueCluster):
         """What the kubelet would report first (Kueue finishes a workload on a terminal phase; kube-
         scheduler's pod informer sees the pod leave then), then the delete; Kueue lifts its finalizer."""
         if name in self.specs and not self.broken:
+            if kq.FINALIZER in (self.specs[name].metadata.finalizers or []):
+                self._finishing.add(name)
             self._managed.pop(name, None)
             phase = "Succeeded" if name in self.node_of else "Failed"
             self._drain()
@@ -139,8 +158,13 @@ class KueueCluster(QueueCluster):
         except ClockError as exc:
             self._break(f"Kueue did not settle at t={now}: {exc}")
             raise BackendError(self.broken or str(exc)) from None
+        for name, namespace in self.http.take_deferred():  # Kueue finished them: now they may go
+            self.calls.later(f"delete pod {name}", self.http.delete_pod, name, namespace, ok=(404,))
         self.kueue_steps += 1
         self.kueue_wall += time.monotonic() - t0
+        for why, polls in (st.get("waits") or {}).items():
+            self.kueue_waits[why] = self.kueue_waits.get(why, 0) + polls
+        log.debug("Kueue settled at t=%s in %s s: %s", now, st.get("wall"), st.get("waits"))
         own = f"{self.namespace}/"
         deleted = [d[len(own) :] for d in st.get("deleted") or [] if d.startswith(own)]
         if deleted:
@@ -204,6 +228,8 @@ class KueueCluster(QueueCluster):
         return out
 
     def report(self) -> dict:
+        log.info("Kueue: %d steps, %.1f s waiting for it; polls not yet quiet: %s", self.kueue_steps,
+                 self.kueue_wall, dict(sorted(self.kueue_waits.items(), key=lambda kv: -kv[1])))  # fmt: skip
         return {
             **super().report(),
             "kueue_steps": self.kueue_steps,

@@ -166,7 +166,7 @@ def apply_objects(http: KubeHttp, documents: list[dict], namespace: str) -> None
         if kind not in KINDS:
             raise KueueError(f"{kind or 'an object without kind'} is not a Kueue kind batkube creates")
         meta = doc.get("metadata") or {}
-        ns = meta.get("namespace") or namespace if KINDS[kind][1] else None
+        ns = namespace if KINDS[kind][1] else None  # a LocalQueue lives where the run's pods do
         doc = {**doc, "metadata": {**meta, **({"namespace": ns} if ns else {})}}
         try:
             _apply(http, _path(kind, ns, meta["name"]), doc)
@@ -229,10 +229,7 @@ class KueueProcess:
             self.stop()
             raise KueueError(f"Kueue did not start: {self._tail() or line or 'no output'} ({self.log_path})")
         self.address = line.split("=", 1)[1]
-        lqs = sorted(
-            f"{(d.get('metadata') or {}).get('namespace') or namespace}/{d['metadata']['name']}"
-            for d in documents if d.get("kind") == "LocalQueue"
-        )  # fmt: skip
+        lqs = sorted(f"{namespace}/{d['metadata']['name']}" for d in documents if d.get("kind") == "LocalQueue")
         cqs = {d["metadata"]["name"] for d in documents if d.get("kind") == "ClusterQueue"}
         probe = KueueClock(self.address, "probe", timeout=5)
         deadline = time.monotonic() + timeout

@@ -218,7 +218,8 @@ def kueue_parts(cfg: ApiServerConfig, sync: SyncOptions, kubeconfig: Path, run_d
         )
     queues = load_queues(cfg.queues)
     workdir = (run_dir or Path(".")) / "kueue"
-    kcfg = configuration(queues.fair_sharing_config, queues.admission_fair_sharing_config)
+    conf = queues.configuration
+    kcfg = configuration(conf.fair_sharing, conf.admission_fair_sharing) if conf else configuration()
     log.info("Kueue %s admits the jobs (%s)", binary.version, cfg.queues)
     return KueueProcess(binary, kubeconfig, workdir, kcfg), queues.documents
 

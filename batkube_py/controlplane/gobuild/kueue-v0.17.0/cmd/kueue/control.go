@@ -50,6 +50,10 @@ const kueueVersion = "v0.17.0"
 const stable = 3
 const poll = time.Millisecond
 
+// After a reconcile failed or asked to run again, how long the terms must hold: its retry waits in the
+// rate limiter (5 ms, doubling per failure of the same item) where no metric shows it.
+const retryWindow = 250 * time.Millisecond
+
 // holdChecker is the queue manager's StatusChecker: while held, no ClusterQueue gives the scheduler a head.
 type holdChecker struct {
 	cache *schdcache.Cache
@@ -72,6 +76,9 @@ type control struct {
 	steps sync.Mutex
 	run   string
 	waits map[string]int // polls spent per reason in the current settle (for benchmarks)
+	// the reconcile retries counted so far, and when that count last changed
+	retries   float64
+	retriedAt time.Time
 }
 
 func newControl(q *quiet, hold *holdChecker, queues *qcache.Manager, cache *schdcache.Cache,
@@ -205,6 +212,8 @@ func (c *control) settle(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	seen := time.Now()
+	trace := ctrl.Log.WithName("batkube").V(2)
+	trace.Info("step's changes taken in", "t", c.clock.Now().Sub(epoch).Seconds(), "waits", c.waits)
 	// 2. the scheduler released until nothing is left to do
 	c.hold.held.Store(false)
 	c.queues.ResyncGaugeMetrics()
@@ -248,6 +257,7 @@ func (c *control) settle(w http.ResponseWriter, r *http.Request) {
 	}
 	after := readGauges()
 	ungated, deleted := c.q.takeChanges()
+	trace.Info("settled", "t", c.clock.Now().Sub(epoch).Seconds(), "ungated", ungated, "waits", c.waits)
 	out := make([]map[string]any, 0, len(ungated))
 	for _, name := range ungated {
 		out = append(out, c.admission(r.Context(), name))
@@ -261,11 +271,18 @@ func (c *control) settle(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// wait polls until cond holds on `stable` consecutive polls; "" then, else the last reason at deadline.
+// wait polls until cond holds on `stable` consecutive polls, and for retryWindow since the last
+// reconcile retry; "" then, else the last reason at deadline.
 func (c *control) wait(deadline time.Time, cond func() (bool, string)) string {
 	streak := 0
 	for {
 		ok, why := cond()
+		if r := readGauges().retries; r != c.retries {
+			c.retries, c.retriedAt = r, time.Now()
+		}
+		if ok && time.Since(c.retriedAt) < retryWindow {
+			ok, why = false, "a reconcile retry may be waiting"
+		}
 		if !ok {
 			short, _, _ := strings.Cut(why, " (")
 			c.waits[short]++

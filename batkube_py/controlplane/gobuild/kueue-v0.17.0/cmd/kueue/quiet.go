@@ -249,7 +249,7 @@ func (q *quiet) requeuerBusy() int {
 }
 
 type gauges struct {
-	depth, workers, pendingActive, attempts, successes float64
+	depth, workers, pendingActive, attempts, successes, retries float64
 }
 
 func readGauges() gauges {
@@ -268,6 +268,12 @@ func readGauges() gauges {
 			case "kueue_pending_workloads":
 				if label(m.GetLabel(), "status") == "active" {
 					g.pendingActive += m.GetGauge().GetValue()
+				}
+			case "controller_runtime_reconcile_total":
+				// a reconcile that failed (a conflict, mostly) or asked to run again comes back after the
+				// rate limiter's wall-clock delay, invisible to the workqueue's depth meanwhile (settle)
+				if r := label(m.GetLabel(), "result"); r == "error" || r == "requeue" {
+					g.retries += m.GetCounter().GetValue()
 				}
 			case "kueue_admission_attempts_total":
 				g.attempts += m.GetCounter().GetValue()

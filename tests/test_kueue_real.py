@@ -1,0 +1,94 @@
+"""The real Kueue v0.17.0 in front of the real kube-scheduler 1.37.2 (`--queues` with `--backend apiserver`),
+on the Batsim 4.2.1 double: admissions against hand-computed expectations, the same outputs twice, and
+the refusals of what the real backend does not run yet (docs/kueue.md)."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+from apiserver_support import DOUBLE, require_kueue, start
+from click.testing import CliRunner
+from kueue_support import cohort, cq, flavor, lq, write
+
+from batkube_py.cli.app import main
+
+ROOT = Path(__file__).resolve().parents[1]
+C16 = ROOT / "platforms" / "cluster_16x1core.xml"
+
+
+@pytest.fixture(scope="module")
+def controlplane(tmp_path_factory):
+    require_kueue()
+    cp = start(tmp_path_factory.mktemp("cp"))
+    yield cp
+    cp.down(remove=True)
+
+
+def run(cp, out: Path, workload: Path, queues: Path) -> tuple[int, str, dict]:
+    args = ["run", "-p", str(C16), "-w", str(workload), "-o", str(out), "--batsim", str(DOUBLE), "--no-progress",
+            "--backend", "apiserver", "--controlplane-dir", str(cp.dir), "--queues", str(queues)]  # fmt: skip
+    result = CliRunner().invoke(main, args, catch_exceptions=False)
+    summary = json.loads((out / "summary.json").read_text()) if (out / "summary.json").exists() else {}
+    return result.exit_code, result.output, summary
+
+
+def jobs_file(tmp: Path, jobs: list[dict], delay: float = 100) -> Path:
+    path = tmp / "workload.json"
+    doc = {"nb_res": 16, "jobs": [{"res": 1, "profile": "p", **j} for j in jobs],
+           "profiles": {"p": {"type": "delay", "delay": delay, "cpu": "1"}}}  # fmt: skip
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def pods(out: Path) -> dict[str, dict]:
+    with (out / "pods.csv").open() as f:
+        return {r["job_id"].split("!")[1]: r for r in csv.DictReader(f)}
+
+
+def test_quota_admits_in_submission_order_and_twice_the_same(controlplane, tmp_path):
+    # 4 cores of quota on 16 nodes, 6 jobs of 100 s submitted at once: Kueue admits the first four at 0
+    # and the last two when quota comes back at 100; FIFO is the submission order, not the apiserver's
+    queues = write(tmp_path, [flavor("f"), cq("cq", {"f": {"cpu": 4}}), lq("q", "cq")])
+    workload = jobs_file(tmp_path, [{"id": f"j{i}", "subtime": 0, "queue": "q"} for i in range(6)])
+    outs = []
+    for name in ("one", "two"):
+        code, output, summary = run(controlplane, tmp_path / name, workload, queues)
+        assert code == 0, output
+        assert summary["error"] is None and summary["jobs_succeeded"] == 6
+        assert summary["kueue_version"] == "v0.17.0" and summary["kubernetes_version"] == "v1.37.2"
+        outs.append((tmp_path / name / "pods.csv").read_text())
+    assert outs[0] == outs[1]
+    p = pods(tmp_path / "two")
+    assert {j for j, r in p.items() if float(r["admitted_at"]) < 1} == {"j0", "j1", "j2", "j3"}
+    assert all(99 < float(p[j]["admitted_at"]) < 101 for j in ("j4", "j5"))
+    assert all(r["cluster_queue"] == "cq" and r["flavor"] == "f" and r["queue"] == "q" for r in p.values())
+    assert all(float(r["admitted_at"]) <= float(r["start_time"]) for r in p.values())
+
+
+def test_borrowing_within_a_cohort(controlplane, tmp_path):
+    # team-a borrows team-b's idle 2 cores at 0; team-b's job at 50 waits for them (no reclaim) until 100
+    queues = write(tmp_path, [
+        flavor("f"), cohort("co"),
+        cq("team-a", {"f": {"cpu": 2}}, "co"), cq("team-b", {"f": {"cpu": 2}}, "co"),
+        lq("a", "team-a"), lq("b", "team-b"),
+    ])  # fmt: skip
+    jobs = [*({"id": f"a{i}", "subtime": 0, "queue": "a"} for i in range(4)), {"id": "b0", "subtime": 50, "queue": "b"}]
+    code, output, summary = run(controlplane, tmp_path / "out", jobs_file(tmp_path, jobs), queues)
+    assert code == 0, output
+    p = pods(tmp_path / "out")
+    assert all(float(p[f"a{i}"]["admitted_at"]) < 1 for i in range(4))
+    assert 99 < float(p["b0"]["admitted_at"]) < 101 and p["b0"]["cluster_queue"] == "team-b"
+
+
+def test_a_job_kueue_never_admits_is_rejected_with_its_reason(controlplane, tmp_path):
+    queues = write(tmp_path, [flavor("f"), cq("cq", {"f": {"cpu": 1}}), lq("q", "cq")])
+    jobs = [{"id": "ok", "subtime": 0, "queue": "q"}, {"id": "big", "subtime": 0, "queue": "q", "res": 2}]
+    code, output, summary = run(controlplane, tmp_path / "out", jobs_file(tmp_path, jobs), queues)
+    assert code == 0, output
+    with (tmp_path / "out" / "rejected.csv").open() as f:
+        rejected = {r["job_id"]: r for r in csv.DictReader(f)}
+    assert list(rejected) == ["w0!big"]
+    assert summary["jobs_succeeded"] == 1
