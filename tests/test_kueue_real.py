@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from apiserver_support import DOUBLE, require_kueue, start
 from click.testing import CliRunner
-from kueue_support import cohort, cq, flavor, lq, write
+from kueue_support import cohort, cq, flavor, lq, wpc, write
 
 from batkube_py.cli.app import main
 
@@ -28,8 +28,9 @@ def controlplane(tmp_path_factory):
 
 
 def run(cp, out: Path, workload: Path, queues: Path) -> tuple[int, str, dict]:
-    args = ["run", "-p", str(C16), "-w", str(workload), "-o", str(out), "--batsim", str(DOUBLE), "--no-progress",
-            "--backend", "apiserver", "--controlplane-dir", str(cp.dir), "--queues", str(queues)]  # fmt: skip
+    args = ["run", "-p", str(C16), "-w", str(workload), "-o", str(out), "--batsim", str(DOUBLE),
+            "--no-progress", "--backend", "apiserver", "--controlplane-dir", str(cp.dir),
+            "--queues", str(queues)]  # fmt: skip
     result = CliRunner().invoke(main, args, catch_exceptions=False)
     summary = json.loads((out / "summary.json").read_text()) if (out / "summary.json").exists() else {}
     return result.exit_code, result.output, summary
@@ -38,7 +39,8 @@ def run(cp, out: Path, workload: Path, queues: Path) -> tuple[int, str, dict]:
 def jobs_file(tmp: Path, jobs: list[dict], delay: float = 100) -> Path:
     path = tmp / "workload.json"
     doc = {"nb_res": 16, "jobs": [{"res": 1, "profile": "p", **j} for j in jobs],
-           "profiles": {"p": {"type": "delay", "delay": delay, "cpu": "1"}}}  # fmt: skip
+           "profiles": {"p": {"type": "delay", "delay": delay, "cpu": "1"},
+                        "half": {"type": "delay", "delay": delay, "cpu": "500m"}}}  # fmt: skip
     path.write_text(json.dumps(doc))
     return path
 
@@ -75,7 +77,8 @@ def test_borrowing_within_a_cohort(controlplane, tmp_path):
         cq("team-a", {"f": {"cpu": 2}}, "co"), cq("team-b", {"f": {"cpu": 2}}, "co"),
         lq("a", "team-a"), lq("b", "team-b"),
     ])  # fmt: skip
-    jobs = [*({"id": f"a{i}", "subtime": 0, "queue": "a"} for i in range(4)), {"id": "b0", "subtime": 50, "queue": "b"}]
+    jobs = [*({"id": f"a{i}", "subtime": 0, "queue": "a"} for i in range(4)),
+            {"id": "b0", "subtime": 50, "queue": "b"}]
     code, output, summary = run(controlplane, tmp_path / "out", jobs_file(tmp_path, jobs), queues)
     assert code == 0, output
     p = pods(tmp_path / "out")
@@ -84,11 +87,37 @@ def test_borrowing_within_a_cohort(controlplane, tmp_path):
 
 
 def test_a_job_kueue_never_admits_is_rejected_with_its_reason(controlplane, tmp_path):
-    queues = write(tmp_path, [flavor("f"), cq("cq", {"f": {"cpu": 1}}), lq("q", "cq")])
-    jobs = [{"id": "ok", "subtime": 0, "queue": "q"}, {"id": "big", "subtime": 0, "queue": "q", "res": 2}]
+    # half a core of quota: a half-core job runs, a one-core job (which fits a node) never gets quota
+    queues = write(tmp_path, [flavor("f"), cq("cq", {"f": {"cpu": "500m"}}), lq("q", "cq")])
+    jobs = [{"id": "ok", "subtime": 0, "queue": "q", "profile": "half"},
+            {"id": "big", "subtime": 0, "queue": "q"}]
     code, output, summary = run(controlplane, tmp_path / "out", jobs_file(tmp_path, jobs), queues)
     assert code == 0, output
     with (tmp_path / "out" / "rejected.csv").open() as f:
         rejected = {r["job_id"]: r for r in csv.DictReader(f)}
     assert list(rejected) == ["w0!big"]
+    assert "Kueue never admits it" in rejected["w0!big"]["expected"]
+    assert "insufficient" in rejected["w0!big"]["expected"]
     assert summary["jobs_succeeded"] == 1
+
+
+def test_preemption_within_a_cluster_queue(controlplane, tmp_path):
+    # 2 cores; two low-priority jobs run from 0; an urgent one at 10 preempts the one admitted last
+    # (Kueue's candidate order), which is killed and resubmitted, and runs when low0 ends at 100
+    queues = write(tmp_path, [
+        flavor("f"), wpc("urgent", 100),
+        cq("cq", {"f": {"cpu": 2}}, preemption={"withinClusterQueue": "LowerPriority"}), lq("q", "cq"),
+    ])  # fmt: skip
+    jobs = [{"id": "low0", "subtime": 0, "queue": "q"}, {"id": "low1", "subtime": 0, "queue": "q"},
+            {"id": "hot", "subtime": 10, "queue": "q", "priority_class": "urgent"}]  # fmt: skip
+    code, output, summary = run(controlplane, tmp_path / "out", jobs_file(tmp_path, jobs), queues)
+    assert code == 0, output
+    assert summary["error"] is None and summary["jobs_preempted"] == 1 and summary["jobs_resubmitted"] == 1
+    with (tmp_path / "out" / "pods.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    killed = [r for r in rows if r["state"] == "Killed"]
+    assert [r["job_id"] for r in killed] == ["w0!low1"] and "by Kueue" in killed[0]["reason"]
+    hot = next(r for r in rows if r["job_id"] == "w0!hot")
+    assert 10 <= float(hot["admitted_at"]) < 11
+    again = next(r for r in rows if r["job_id"].startswith("w0!low1#"))
+    assert 99 < float(again["admitted_at"]) < 101 and again["state"] == "Succeeded"

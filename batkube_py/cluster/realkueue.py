@@ -19,7 +19,7 @@ import threading
 
 from kubernetes import client
 
-from batkube_py.cluster.base import Admission, BackendError, Unschedulable
+from batkube_py.cluster.base import Admission, BackendError, Eviction, Unschedulable
 from batkube_py.cluster.queued import QueueCluster
 from batkube_py.controlplane import kueue as kq
 from batkube_py.controlplane.clock import ClockError
@@ -27,6 +27,7 @@ from batkube_py.controlplane.clock import ClockError
 log = logging.getLogger(__name__)
 
 RELEASE_GATE = "batkube.io/release"
+MAX_ROUNDS = 20  # Kueue settles in one step: preemption rounds before the step is declared stuck
 
 
 class _RecordingHttp:
@@ -72,6 +73,8 @@ class KueueCluster(QueueCluster):
         self._managed: dict[str, int] = {}  # Kueue-managed pods still pending admission: their order
         self._finishing: set[str] = set()  # finished pods to delete once Kueue has finished their Workload
         self._admissions: list[Admission] = []
+        self._kueue_victims: list[Eviction] = []
+        self._gone: set[str] = set()  # pods Kueue stopped
         self.kueue_steps = 0
         self.kueue_wall = 0.0
         self.kueue_waits: dict[str, int] = {}  # polls of Kueue's settle per reason it was not yet quiet
@@ -117,14 +120,16 @@ class KueueCluster(QueueCluster):
         raise BackendError("a job on several hosts (a pod group) with --queues on the real backend is not "
                            "supported yet: use the embedded backend (docs/kueue.md)")  # fmt: skip
 
-    def delete_pod(self, name: str, now: float) -> None:
+    def delete_pod(self, name: str, now: float, phase: str | None = None, held: bool = True) -> None:
         """What the kubelet would report first (Kueue finishes a workload on a terminal phase; kube-
         scheduler's pod informer sees the pod leave then), then the delete; Kueue lifts its finalizer."""
+        if name in self._gone and held:
+            return  # Kueue stopped it earlier (_stopped): the adapter's kill finds it gone
         if name in self.specs and not self.broken:
-            if kq.FINALIZER in (self.specs[name].metadata.finalizers or []):
+            if held and kq.FINALIZER in (self.specs[name].metadata.finalizers or []):
                 self._finishing.add(name)
             self._managed.pop(name, None)
-            phase = "Succeeded" if name in self.node_of else "Failed"
+            phase = phase or ("Succeeded" if name in self.node_of else "Failed")
             self._drain()
             try:
                 path = f"/api/v1/namespaces/{self.namespace}/pods/{name}/status"
@@ -144,34 +149,45 @@ class KueueCluster(QueueCluster):
         return super().schedule(now)
 
     def _kueue_step(self, now: float) -> None:
+        """Kueue's settle, again after each round of preemptions: a victim's pods turn Failed (what the
+        kubelet reports of a pod stopped by its deletion) so that Kueue releases their quota in this step
+        and admits the workload that preempted them."""
         import time
 
         self._drain()
         if self.kueue.proc is None or self.kueue.proc.poll() is not None:
             self._break(f"Kueue exited (see {self.kueue.log_path})")
             raise BackendError(self.broken or "")
-        t0 = time.monotonic()
-        with self._rv_lock:
-            rv = self._pods_rv
-        try:
-            st = self.kueue_clock.settle(rv, now)
-        except ClockError as exc:
-            self._break(f"Kueue did not settle at t={now}: {exc}")
-            raise BackendError(self.broken or str(exc)) from None
-        for name, namespace in self.http.take_deferred():  # Kueue finished them: now they may go
-            self.calls.later(f"delete pod {name}", self.http.delete_pod, name, namespace, ok=(404,))
-        self.kueue_steps += 1
-        self.kueue_wall += time.monotonic() - t0
-        for why, polls in (st.get("waits") or {}).items():
-            self.kueue_waits[why] = self.kueue_waits.get(why, 0) + polls
-        log.debug("Kueue settled at t=%s in %s s: %s", now, st.get("wall"), st.get("waits"))
         own = f"{self.namespace}/"
-        deleted = [d[len(own) :] for d in st.get("deleted") or [] if d.startswith(own)]
-        if deleted:
-            self._break(f"Kueue preempted or evicted {', '.join(deleted)}: Kueue preemption on the "
-                        "real backend is not supported yet (docs/kueue.md)")  # fmt: skip
-            raise BackendError(self.broken or "")
-        admitted = [a for a in st.get("ungated") or [] if a.get("pod") in self._managed]
+        for _ in range(MAX_ROUNDS):
+            t0 = time.monotonic()
+            with self._rv_lock:
+                rv = self._pods_rv
+            try:
+                st = self.kueue_clock.settle(rv, now)
+            except ClockError as exc:
+                self._break(f"Kueue did not settle at t={now}: {exc}")
+                raise BackendError(self.broken or str(exc)) from None
+            for name, namespace in self.http.take_deferred():  # Kueue finished them: now they may go
+                self.calls.later(f"delete pod {name}", self.http.delete_pod, name, namespace, ok=(404,))
+            self.kueue_steps += 1
+            self.kueue_wall += time.monotonic() - t0
+            for why, polls in (st.get("waits") or {}).items():
+                self.kueue_waits[why] = self.kueue_waits.get(why, 0) + polls
+            log.debug("Kueue settled at t=%s in %s s: %s", now, st.get("wall"), st.get("waits"))
+            self._admit(st.get("ungated") or [], now)
+            victims = [d for d in st.get("deleted") or [] if d["pod"].startswith(own)]
+            victims = [d for d in victims if d["pod"][len(own) :] in self.specs]
+            if not victims:
+                return
+            for d in victims:
+                self._stopped(d["pod"][len(own) :], d.get("why") or "preempted by Kueue", now)
+            self._drain()
+        self._break(f"Kueue still preempting after {MAX_ROUNDS} rounds at t={now}")
+        raise BackendError(self.broken or "")
+
+    def _admit(self, ungated: list[dict], now: float) -> None:
+        admitted = [a for a in ungated if a.get("pod") in self._managed]
         admitted.sort(key=lambda a: self._managed[a["pod"]])
         for a in admitted:
             name = a["pod"]
@@ -184,6 +200,13 @@ class KueueCluster(QueueCluster):
             if selector := a.get("node_selector"):
                 self._shadow_selector(name, selector)
             self.ungate_pod(name, now)
+
+    def _stopped(self, name: str, why: str, now: float) -> None:
+        """A pod Kueue stopped (it deleted it): Failed now, gone for kube-scheduler, killed in Batsim."""
+        self._kueue_victims.append(Eviction(name, why))
+        self._gone.add(name)
+        self._finishing.discard(name)
+        self.delete_pod(name, now, phase="Failed", held=False)
 
     def _shadow_selector(self, name: str, selector: dict) -> None:
         """The flavor's node labels Kueue merged into the pod's nodeSelector, for the twin beside it."""
@@ -222,6 +245,10 @@ class KueueCluster(QueueCluster):
                 if owner.get("kind") == "Pod":
                     out[owner["name"]] = msg
         return out
+
+    def take_evictions(self) -> list[Eviction]:
+        out, self._kueue_victims = self._kueue_victims, []
+        return out + super().take_evictions()
 
     def take_admissions(self) -> list[Admission]:
         out, self._admissions = self._admissions, []

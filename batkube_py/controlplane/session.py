@@ -138,7 +138,7 @@ def apiserver_session(cfg: ApiServerConfig, run_dir: Path | None = None) -> Iter
                 cluster = PacedCluster(nodes, api, sync, profiles, queue, kube_names, parity)
         else:
             cluster = ApiServerCluster(nodes, api, sync, scheduler_names=names or None, kube_names=kube_names)
-        cluster.facts = {"sync_policy": sync.policy, "kubernetes_version": version}
+        cluster.facts.update({"sync_policy": sync.policy, "kubernetes_version": version})
         clusters.append(cluster)
         return cluster
 

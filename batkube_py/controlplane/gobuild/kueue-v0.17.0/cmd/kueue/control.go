@@ -262,8 +262,12 @@ func (c *control) settle(w http.ResponseWriter, r *http.Request) {
 	for _, name := range ungated {
 		out = append(out, c.admission(r.Context(), name))
 	}
+	gone := make([]map[string]any, 0, len(deleted))
+	for _, key := range deleted {
+		gone = append(gone, c.eviction(r.Context(), key))
+	}
 	reply(w, map[string]any{
-		"ungated": out, "deleted": deleted,
+		"ungated": out, "deleted": gone,
 		"cycles":   after.attempts - before.attempts,
 		"admitted": after.successes - before.successes,
 		"wall":     []float64{seen.Sub(start).Seconds(), time.Since(seen).Seconds()},
@@ -337,6 +341,30 @@ func (c *control) admission(ctx context.Context, key string) map[string]any {
 	sort.Strings(names)
 	out["flavors"] = flavors
 	out["resources"] = names
+	return out
+}
+
+// eviction: why Kueue stopped a pod, from its Workload's Preempted (else Evicted) condition.
+func (c *control) eviction(ctx context.Context, key string) map[string]any {
+	ns, name, _ := strings.Cut(key, "/")
+	out := map[string]any{"pod": key, "why": "evicted by Kueue"}
+	var pod corev1.Pod
+	if err := c.mgr.GetClient().Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &pod); err != nil {
+		return out
+	}
+	wl := c.workloadOf(ctx, &pod)
+	if wl == nil {
+		return out
+	}
+	for _, kind := range []string{kueue.WorkloadPreempted, kueue.WorkloadEvicted} {
+		for _, cond := range wl.Status.Conditions {
+			if cond.Type == kind && cond.Status == "True" {
+				out["why"] = fmt.Sprintf("%s by Kueue (%s): %s", strings.ToLower(kind), cond.Reason, cond.Message)
+				out["cluster_queue"] = pod.Labels["kueue.x-k8s.io/cluster-queue-name"]
+				return out
+			}
+		}
+	}
 	return out
 }
 

@@ -194,6 +194,7 @@ func run(kubeconfig, configFile, address string) error {
 	}
 	metrics.Register()
 
+	go q.collect(ctx, mgr.GetClient())
 	ctl := newControl(q, hold, queues, cCache, clock, mgr)
 	if err := ctl.serve(ctx, address); err != nil {
 		return err

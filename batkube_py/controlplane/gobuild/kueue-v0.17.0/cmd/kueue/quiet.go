@@ -51,6 +51,10 @@ type quiet struct {
 	counters []*handlerCount
 
 	requeuer reflect.Value // the inadmissible requeuer's workqueue (*Typed), read through reflection
+
+	// the garbage collector's part (gc.go): Workloads whose owner pod is gone
+	gc        chan *corev1.Pod
+	gcPending atomic.Int64
 }
 
 type handlerCount struct {
@@ -59,7 +63,7 @@ type handlerCount struct {
 }
 
 func newQuiet() *quiet {
-	return &quiet{want: map[string]int64{}, seen: map[string]int64{}}
+	return &quiet{want: map[string]int64{}, seen: map[string]int64{}, gc: make(chan *corev1.Pod, 1<<16)}
 }
 
 func rv(obj any) int64 {
@@ -150,9 +154,9 @@ func (q *quiet) newInformer(lw toolscache.ListerWatcher, obj runtime.Object, res
 	switch obj.(type) {
 	case *corev1.Pod, *kueue.Workload:
 		_, _ = i.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			AddFunc:    func(o any) { q.observe(nil, o) },
-			UpdateFunc: q.observe,
-			DeleteFunc: func(o any) { q.observe(nil, o) },
+			AddFunc:    func(o any) { q.observe(nil, o, false) },
+			UpdateFunc: func(o, n any) { q.observe(o, n, false) },
+			DeleteFunc: func(o any) { q.observe(nil, o, true) },
 		})
 	}
 	return i
@@ -182,7 +186,7 @@ func (i *countingInformer) AddEventHandlerWithOptions(h toolscache.ResourceEvent
 	return i.SharedIndexInformer.AddEventHandlerWithOptions(i.count(h), o)
 }
 
-func (q *quiet) observe(old, obj any) {
+func (q *quiet) observe(old, obj any, deleted bool) {
 	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
@@ -201,6 +205,10 @@ func (q *quiet) observe(old, obj any) {
 	}
 	if pod, ok := obj.(*corev1.Pod); ok {
 		q.lastPod = max(q.lastPod, v)
+		if old == nil && deleted {
+			q.gcPending.Add(1)
+			q.gc <- pod
+		}
 		if before, ok := old.(*corev1.Pod); ok && gated(before) && !gated(pod) {
 			q.ungated = append(q.ungated, pod.Namespace+"/"+pod.Name)
 		}
@@ -325,6 +333,9 @@ func (q *quiet) controllersQuiet(podsRV int64) (bool, string, gauges) {
 	}
 	if n := q.requeuerBusy(); n > 0 {
 		return false, "inadmissible requeue pending", g
+	}
+	if n := q.gcPending.Load(); n > 0 {
+		return false, fmt.Sprintf("%d deleted pods' Workloads to collect", n), g
 	}
 	return true, "", g
 }
