@@ -50,6 +50,13 @@ def pods(out: Path) -> dict[str, dict]:
         return {r["job_id"].split("!")[1]: r for r in csv.DictReader(f)}
 
 
+def kueue_columns(out: Path) -> list[tuple]:
+    keep = ("job_id", "submit_time", "admitted_at", "start_time", "finish_time", "state", "queue",
+            "cluster_queue", "flavor")  # fmt: skip
+    with (out / "pods.csv").open() as f:
+        return [tuple(r[k] for k in keep) for r in csv.DictReader(f)]
+
+
 def test_quota_admits_in_submission_order_and_twice_the_same(controlplane, tmp_path):
     # 4 cores of quota on 16 nodes, 6 jobs of 100 s submitted at once: Kueue admits the first four at 0
     # and the last two when quota comes back at 100; FIFO is the submission order, not the apiserver's
@@ -61,7 +68,9 @@ def test_quota_admits_in_submission_order_and_twice_the_same(controlplane, tmp_p
         assert code == 0, output
         assert summary["error"] is None and summary["jobs_succeeded"] == 6
         assert summary["kueue_version"] == "v0.17.0" and summary["kubernetes_version"] == "v1.37.2"
-        outs.append((tmp_path / name / "pods.csv").read_text())
+        outs.append(kueue_columns(tmp_path / name))
+    # Kueue's part is the same; the node among tied ones is kube-scheduler's (parallel filtering, and its
+    # node rotation carries over from run to run on one control plane)
     assert outs[0] == outs[1]
     p = pods(tmp_path / "two")
     assert {j for j, r in p.items() if float(r["admitted_at"]) < 1} == {"j0", "j1", "j2", "j3"}
@@ -103,12 +112,12 @@ def test_a_job_kueue_never_admits_is_rejected_with_its_reason(controlplane, tmp_
 
 def test_preemption_within_a_cluster_queue(controlplane, tmp_path):
     # 2 cores; two low-priority jobs run from 0; an urgent one at 10 preempts the one admitted last
-    # (Kueue's candidate order), which is killed and resubmitted, and runs when low0 ends at 100
+    # (Kueue's candidate order), which is killed and resubmitted, and runs when lo0 ends at 100
     queues = write(tmp_path, [
         flavor("f"), wpc("urgent", 100),
         cq("cq", {"f": {"cpu": 2}}, preemption={"withinClusterQueue": "LowerPriority"}), lq("q", "cq"),
     ])  # fmt: skip
-    jobs = [{"id": "low0", "subtime": 0, "queue": "q"}, {"id": "low1", "subtime": 0, "queue": "q"},
+    jobs = [{"id": "lo0", "subtime": 0, "queue": "q"}, {"id": "lo1", "subtime": 0, "queue": "q"},
             {"id": "hot", "subtime": 10, "queue": "q", "priority_class": "urgent"}]  # fmt: skip
     code, output, summary = run(controlplane, tmp_path / "out", jobs_file(tmp_path, jobs), queues)
     assert code == 0, output
@@ -116,8 +125,8 @@ def test_preemption_within_a_cluster_queue(controlplane, tmp_path):
     with (tmp_path / "out" / "pods.csv").open() as f:
         rows = list(csv.DictReader(f))
     killed = [r for r in rows if r["state"] == "Killed"]
-    assert [r["job_id"] for r in killed] == ["w0!low1"] and "by Kueue" in killed[0]["reason"]
+    assert [r["job_id"] for r in killed] == ["w0!lo1"] and "by Kueue" in killed[0]["reason"]
     hot = next(r for r in rows if r["job_id"] == "w0!hot")
     assert 10 <= float(hot["admitted_at"]) < 11
-    again = next(r for r in rows if r["job_id"].startswith("w0!low1#"))
+    again = next(r for r in rows if r["job_id"].startswith("w0!lo1#"))
     assert 99 < float(again["admitted_at"]) < 101 and again["state"] == "Succeeded"

@@ -309,6 +309,8 @@ class DecisionProcess:
         for ev in evictions:  # Kueue deleted these pods at once: their quota is free before admissions
             if (record := self.records[self._job_of_pod[ev.pod]]).state == "Pending" and record.admitted_at:
                 self._disrupt(record, ev.reason, False)
+            elif "by Kueue" in ev.reason and not record.group:
+                self.queue_log.released(record, self.now)  # a plain pod's quota: at once (docs/kueue.md)
         if broken := self.queue_log.take(self.backend, self._record_of, self.now):
             self._fail(f"invariant violated, Kueue over-admitted: {broken}")
         for ev in evictions:

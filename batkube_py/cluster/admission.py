@@ -109,10 +109,18 @@ class KueueAdmission:
             for wl in decisions.admitted:
                 self._admitted(wl, now)
             unbound = [t for t in decisions.preempted if not self._bound(t.workload)]
+            # Kueue v0.17.0 counts a plain pod as never active (Pod.IsActive reads the group's pod list,
+            # empty for a single pod), so a preempted single pod's quota is free at once, while its job is
+            # still being killed; a pod group's stays until its pods stop (docs/kueue.md)
+            single = [
+                t for t in decisions.preempted if t not in unbound and t.workload.pods == [t.workload.name]
+            ]
             for t in decisions.preempted:
                 why = f"preempted by Kueue ({t.reason}) in ClusterQueue {t.workload.cluster_queue}"
                 self._evictions.append(Eviction(t.workload.name, why))
                 self.preempted += 1
+            for t in single:
+                self.twin.finish(t.workload)
             for t in unbound:  # Kueue deletes the pods; not bound, they are gone at once
                 for pod in list(t.workload.pods):
                     self.inner.delete_pod(pod, now)
@@ -120,7 +128,7 @@ class KueueAdmission:
                     self._workload_of.pop(pod, None)
                 t.workload.pods.clear()
                 self.twin.finish(t.workload)
-            if not unbound:
+            if not unbound and not single:
                 break
             decisions = self.twin.run(now)
         return self.inner.schedule(now)

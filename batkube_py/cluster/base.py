@@ -27,15 +27,6 @@ class Unschedulable:
 
 
 @dataclass(frozen=True)
-class Admission:
-    pod: str
-    queue: str
-    cluster_queue: str
-    flavor: str
-    at: float
-
-
-@dataclass(frozen=True)
 class Eviction:
     """A running pod the backend wants gone (a preemption victim): the adapter kills its Batsim job."""
 

@@ -75,6 +75,7 @@ class KueueCluster(QueueCluster):
         self._admissions: list[Admission] = []
         self._kueue_victims: list[Eviction] = []
         self._gone: set[str] = set()  # pods Kueue stopped
+        self._stopping: set[str] = set()  # running pods Kueue stopped, until Batsim kills their jobs
         self.kueue_steps = 0
         self.kueue_wall = 0.0
         self.kueue_waits: dict[str, int] = {}  # polls of Kueue's settle per reason it was not yet quiet
@@ -125,6 +126,9 @@ class KueueCluster(QueueCluster):
         scheduler's pod informer sees the pod leave then), then the delete; Kueue lifts its finalizer."""
         if name in self._gone and held:
             return  # Kueue stopped it earlier (_stopped): the adapter's kill finds it gone
+        if name in self._stopping:  # Batsim killed the job of a pod Kueue stopped
+            self._stopping.discard(name)
+            phase, held = "Failed", False
         if name in self.specs and not self.broken:
             if held and kq.FINALIZER in (self.specs[name].metadata.finalizers or []):
                 self._finishing.add(name)
@@ -177,11 +181,15 @@ class KueueCluster(QueueCluster):
             log.debug("Kueue settled at t=%s in %s s: %s", now, st.get("wall"), st.get("waits"))
             self._admit(st.get("ungated") or [], now)
             victims = [d for d in st.get("deleted") or [] if d["pod"].startswith(own)]
-            victims = [d for d in victims if d["pod"][len(own) :] in self.specs]
-            if not victims:
-                return
-            for d in victims:
+            victims = [
+                d for d in victims if (n := d["pod"][len(own) :]) in self.specs and n not in self._stopping
+            ]
+            freed = [
                 self._stopped(d["pod"][len(own) :], d.get("why") or "preempted by Kueue", now)
+                for d in victims
+            ]
+            if not any(freed):
+                return
             self._drain()
         self._break(f"Kueue still preempting after {MAX_ROUNDS} rounds at t={now}")
         raise BackendError(self.broken or "")
@@ -201,12 +209,19 @@ class KueueCluster(QueueCluster):
                 self._shadow_selector(name, selector)
             self.ungate_pod(name, now)
 
-    def _stopped(self, name: str, why: str, now: float) -> None:
-        """A pod Kueue stopped (it deleted it): Failed now, gone for kube-scheduler, killed in Batsim."""
+    def _stopped(self, name: str, why: str, now: float) -> bool:
+        """A pod Kueue stopped (it deleted it). A running one is killed in Batsim first: the kubelet
+        reports it Failed once its containers stopped, so its quota returns when Batsim says the job is
+        killed (the adapter's delete_pod then). One that was not bound yet is Failed at once. True if
+        its quota came back now."""
         self._kueue_victims.append(Eviction(name, why))
+        if name in self.node_of:
+            self._stopping.add(name)
+            return False
         self._gone.add(name)
         self._finishing.discard(name)
         self.delete_pod(name, now, phase="Failed", held=False)
+        return True
 
     def _shadow_selector(self, name: str, selector: dict) -> None:
         """The flavor's node labels Kueue merged into the pod's nodeSelector, for the twin beside it."""
@@ -245,6 +260,22 @@ class KueueCluster(QueueCluster):
                 if owner.get("kind") == "Pod":
                     out[owner["name"]] = msg
         return out
+
+    def _start_times(self, bound, now: float) -> None:
+        """The kubelet's report of a bound pod Kueue manages: Running. Kueue counts a pod as holding its
+        quota while it runs (a preempted pod keeps it until its job is killed), and a pod that never
+        reported Running would give its quota back the moment Kueue preempted it."""
+        super()._start_times(bound, now)
+        for b in bound:
+            if b.pod in self.specs and kq.FINALIZER in (self.specs[b.pod].metadata.finalizers or []):
+                self._drain()
+                self._count("AssignedPodUpdate")
+                path = f"/api/v1/namespaces/{self.namespace}/pods/{b.pod}/status"
+                try:
+                    self._note(self.http.request("PATCH", path, b'{"status":{"phase":"Running"}}',
+                                                 "application/merge-patch+json"))  # fmt: skip
+                except client.rest.ApiException as exc:
+                    self._break(f"Kubernetes API: pod {b.pod} Running failed: {exc.status} {exc.reason}")
 
     def take_evictions(self) -> list[Eviction]:
         out, self._kueue_victims = self._kueue_victims, []

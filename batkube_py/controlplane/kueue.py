@@ -229,7 +229,7 @@ class KueueProcess:
             self.stop()
             raise KueueError(f"Kueue did not start: {self._tail() or line or 'no output'} ({self.log_path})")
         self.address = line.split("=", 1)[1]
-        lqs = sorted(f"{namespace}/{d['metadata']['name']}" for d in documents if d.get("kind") == "LocalQueue")
+        lqs = sorted(f"{namespace}/{d['metadata']['name']}" for d in documents if d["kind"] == "LocalQueue")
         cqs = {d["metadata"]["name"] for d in documents if d.get("kind") == "ClusterQueue"}
         probe = KueueClock(self.address, "probe", timeout=5)
         deadline = time.monotonic() + timeout
