@@ -306,10 +306,10 @@ class DecisionProcess:
                 record.node, record.resource_id = b.node, self.hosts.host_of[b.node]
             self.starts.bound(record, self.now, reply)
         evictions = self.backend.take_evictions()
-        for ev in evictions:  # Kueue deleted these pods at once: their quota is free before admissions
-            if (record := self.records[self._job_of_pod[ev.pod]]).state == "Pending" and record.admitted_at:
-                self._disrupt(record, ev.reason, False)
-        if broken := self.queue_log.take(self.backend, self._record_of, self.now):
+        admissions = getattr(self.backend, "take_admissions", list)()
+        for record, why in self.queue_log.unbound_victims(evictions, admissions, self._record_of):
+            self._disrupt(record, why, False)  # Kueue deleted their pods: their quota is free already
+        if broken := self.queue_log.take(admissions, self._record_of, self.now):
             self._fail(f"invariant violated, Kueue over-admitted: {broken}")
         for ev in evictions:
             record = self.records[self._job_of_pod[ev.pod]]
