@@ -157,3 +157,10 @@ def test_a_job_admitted_then_evicted_before_binding_in_one_instant_gets_new_pods
     assert pods["w0!L"]["reason"].startswith("restarted: preempted by Kueue (InCohortReclamation)")
     assert float(pods["w0!L"]["admitted_at"]) >= 100.0  # admitted again once X and Y are done
     assert float(pods["w0!X"]["admitted_at"]) == float(pods["w0!Y"]["admitted_at"]) < 1.0
+
+
+def test_queues_on_the_apiserver_backend_are_refused_until_the_real_kueue_is_wired(tmp_path):
+    queues = write(tmp_path, [flavor("f"), cq("q", {"f": {"cpu": 16}}), lq("default", "q")])
+    code, output, _ = run(tmp_path / "out", SPACED, "--queues", str(queues), "--backend", "apiserver")
+    assert code != 0 and "--queues runs batkube's Kueue twin on --backend embedded" in output
+    assert not (tmp_path / "out").exists()
