@@ -164,3 +164,14 @@ def test_queues_on_the_apiserver_backend_are_refused_until_the_real_kueue_is_wir
     code, output, _ = run(tmp_path / "out", SPACED, "--queues", str(queues), "--backend", "apiserver")
     assert code != 0 and "--queues runs batkube's Kueue twin on --backend embedded" in output
     assert not (tmp_path / "out").exists()
+
+
+def test_explain_tells_a_jobs_admission_by_kueue(tmp_path):
+    queues = write(tmp_path, [flavor("f"), cq("all", {"f": {"cpu": 16}}, queueingStrategy="StrictFIFO"),
+                              lq("default", "all")])  # fmt: skip
+    code, output, _ = run(tmp_path / "run", SPACED, "--queues", str(queues), "--record-decisions")
+    assert code == 0, output
+    result = CliRunner().invoke(main, ["explain", str(tmp_path / "run"), "w0!69"])
+    assert result.exit_code == 0, result.output
+    assert "admitted by Kueue (LocalQueue default → ClusterQueue all, flavor f) at" in result.output
+    assert "after a quota wait of" in result.output
