@@ -127,3 +127,39 @@ def test_a_workload_kueue_can_never_admit_is_given_up_once_nothing_is_admitted(t
     gone = b.give_up_pending(0.0)
     assert [g.pod for g in gone] == ["big"] and "maximum capacity" in gone[0].reason
     assert b.pending() == 0
+
+
+def test_a_workload_of_two_resource_groups_reports_one_flavor_per_group(tmp_path):
+    from batkube_py.adapter import translate
+    from batkube_py.adapter.outputs import PodRecord
+    from batkube_py.adapter.queuelog import QueueLog
+    from batkube_py.protocol.models import Resource
+
+    gpu = "example.com/gpu"
+    docs = [flavor("cpus"), flavor("gpus"), cq("q", {"cpus": {"cpu": 8}})]
+    docs[2]["spec"]["resourceGroups"].append(
+        {
+            "coveredResources": [gpu],
+            "flavors": [{"name": "gpus", "resources": [{"name": gpu, "nominalQuota": 2}]}],
+        }
+    )
+    cfg = config(tmp_path, *docs)
+    node = translate.node_from_resource(
+        Resource(id=0, name="n0", state="idle", properties={"core": "8", gpu: "2"})
+    )
+    b = KueueAdmission(EmbeddedCluster([node]), cfg)
+    p = queued(pod("p", cpu="2"))
+    p.spec.containers[0].resources.requests[gpu] = "1"
+    p.spec.containers[0].resources.limits = {gpu: "1"}
+    b.add_pod(p, "j", 0.0)
+    assert [x.pod for x in b.schedule(0.0)] == ["p"]
+    (a,) = b.take_admissions()
+    assert a.flavor == "cpus,gpus"
+    record = PodRecord(
+        job_id="j", pod="p", submit_time=0.0, queue="q", cluster_queue="q", flavor=a.flavor, admitted_at=0.0
+    )
+    log = QueueLog(cfg, None)
+    log.submitted(record, {"cpu": 2000, gpu: 1}, 1)
+    log.admitted(record, 0.0)
+    assert log.violation is None
+    assert log.cache.cqs["q"].usage == {("cpus", "cpu"): 2000, ("gpus", gpu): 1}

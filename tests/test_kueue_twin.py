@@ -301,3 +301,11 @@ def test_a_resource_the_cluster_queue_does_not_cover_is_no_fit(tmp_path):
     wl.per_pod["nvidia.com/gpu"] = 1
     assert d.run() == ([], [])
     assert "resource nvidia.com/gpu unavailable in ClusterQueue" in wl.message
+
+
+def test_a_cluster_queue_covering_pods_counts_them(tmp_path):
+    d = Driver(config(tmp_path, flavor("f"), cq("q", {"f": {"cpu": 8, "pods": 2}})))
+    for i in range(3):
+        d.submit(f"w{i}", "q", 1, t=i)
+    assert d.run() == (["w0", "w1"], [])
+    assert d.usage("q") == {"f/cpu": 2000, "f/pods": 2}
