@@ -159,13 +159,6 @@ def test_a_job_admitted_then_evicted_before_binding_in_one_instant_gets_new_pods
     assert float(pods["w0!X"]["admitted_at"]) == float(pods["w0!Y"]["admitted_at"]) < 1.0
 
 
-def test_queues_on_the_apiserver_backend_are_refused_until_the_real_kueue_is_wired(tmp_path):
-    queues = write(tmp_path, [flavor("f"), cq("q", {"f": {"cpu": 16}}), lq("default", "q")])
-    code, output, _ = run(tmp_path / "out", SPACED, "--queues", str(queues), "--backend", "apiserver")
-    assert code != 0 and "--queues runs batkube's Kueue twin on --backend embedded" in output
-    assert not (tmp_path / "out").exists()
-
-
 def test_explain_tells_a_jobs_admission_by_kueue(tmp_path):
     queues = write(tmp_path, [flavor("f"), cq("all", {"f": {"cpu": 16}}, queueingStrategy="StrictFIFO"),
                               lq("default", "all")])  # fmt: skip

@@ -132,11 +132,6 @@ def run_cmd(platform, workload, out, seed, batsim, batsim_args, progress, batsim
             record, latency, no_request, kube_version, overwrite, connect_timeout, idle_timeout,
             **backend) -> None:  # fmt: skip
     """Simulate PLATFORM running WORKLOAD with Batsim and the embedded kube-scheduler twin."""
-    if queues is not None and backend["backend"] != "embedded":
-        raise click.ClickException(
-            "--queues runs batkube's Kueue twin on --backend embedded; the real Kueue on --backend apiserver "
-            "is not wired in this version yet"
-        )
     cfg = RunConfig(
         platform=platform, workload=workload, out=out, seed=seed, batsim=batsim, batsim_args=batsim_args,
         progress=sys.stderr.isatty() if progress is None else progress, record_decisions=record,
