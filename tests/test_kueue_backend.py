@@ -163,3 +163,29 @@ def test_a_workload_of_two_resource_groups_reports_one_flavor_per_group(tmp_path
     log.admitted(record, 0.0)
     assert log.violation is None
     assert log.cache.cqs["q"].usage == {("cpus", "cpu"): 2000, ("gpus", gpu): 1}
+
+
+def test_the_quota_invariant_catches_an_admission_beyond_quota_and_borrowing(tmp_path):
+    from batkube_py.adapter.outputs import PodRecord
+    from batkube_py.adapter.queuelog import QueueLog
+
+    a = cq("a", {"f": {"cpu": {"nominalQuota": 2, "borrowingLimit": 1}}}, "co")
+    cfg = config(tmp_path, flavor("f"), a, cq("b", {"f": {"cpu": 4}}, "co"))
+    log = QueueLog(cfg, tmp_path)
+    records = [PodRecord(job_id=f"j{i}", pod=f"p{i}", submit_time=0.0, cluster_queue="a", flavor="f",
+                         admitted_at=float(i)) for i in range(2)]  # fmt: skip
+    for r in records:
+        log.submitted(r, {"cpu": 1500}, 1)
+    log.admitted(records[0], 0.0)
+    assert log.violation is None  # 1.5 of a's 2
+    log.admitted(records[1], 1.0)  # 3 = 2 of its own + 1 borrowed, its borrowing limit
+    assert log.violation is None
+    extra = PodRecord(job_id="j2", pod="p2", submit_time=0.0, cluster_queue="a", flavor="f", admitted_at=2.0)
+    log.submitted(extra, {"cpu": 500}, 1)
+    log.admitted(extra, 2.0)  # 3.5 > 3
+    assert log.violation.startswith("ClusterQueue a uses 3500 of cpu in flavor f, more than its quota")
+    log.released(records[0], 3.0)
+    log.close()
+    rows = (tmp_path / "queues.csv").read_text().splitlines()
+    assert rows[0] == "time,cluster_queue,flavor,resource,nominal,usage,borrowed,admitted,pending"
+    assert rows[-1] == "3.0,a,f,cpu,2.0,2.0,0.0,2,0"
