@@ -129,3 +129,65 @@ def test_a_workload_kueue_can_never_admit_is_given_up_once_nothing_is_admitted(t
     gone = b.give_up_pending(0.0)
     assert [g.pod for g in gone] == ["big"] and "maximum capacity" in gone[0].reason
     assert b.pending() == 0
+
+
+def test_a_workload_of_two_resource_groups_reports_one_flavor_per_group(tmp_path):
+    from batkube_py.adapter import translate
+    from batkube_py.adapter.outputs import PodRecord
+    from batkube_py.adapter.queuelog import QueueLog
+    from batkube_py.protocol.models import Resource
+
+    gpu = "example.com/gpu"
+    docs = [flavor("cpus"), flavor("gpus"), cq("q", {"cpus": {"cpu": 8}})]
+    docs[2]["spec"]["resourceGroups"].append(
+        {
+            "coveredResources": [gpu],
+            "flavors": [{"name": "gpus", "resources": [{"name": gpu, "nominalQuota": 2}]}],
+        }
+    )
+    cfg = config(tmp_path, *docs)
+    node = translate.node_from_resource(
+        Resource(id=0, name="n0", state="idle", properties={"core": "8", gpu: "2"})
+    )
+    b = KueueAdmission(EmbeddedCluster([node]), cfg)
+    p = queued(pod("p", cpu="2"))
+    p.spec.containers[0].resources.requests[gpu] = "1"
+    p.spec.containers[0].resources.limits = {gpu: "1"}
+    b.add_pod(p, "j", 0.0)
+    assert [x.pod for x in b.schedule(0.0)] == ["p"]
+    (a,) = b.take_admissions()
+    assert a.flavor == "cpus,gpus"
+    record = PodRecord(
+        job_id="j", pod="p", submit_time=0.0, queue="q", cluster_queue="q", flavor=a.flavor, admitted_at=0.0
+    )
+    log = QueueLog(cfg, None)
+    log.submitted(record, {"cpu": 2000, gpu: 1}, 1)
+    log.admitted(record, 0.0)
+    assert log.violation is None
+    assert log.cache.cqs["q"].usage == {("cpus", "cpu"): 2000, ("gpus", gpu): 1}
+
+
+def test_the_quota_invariant_catches_an_admission_beyond_quota_and_borrowing(tmp_path):
+    from batkube_py.adapter.outputs import PodRecord
+    from batkube_py.adapter.queuelog import QueueLog
+
+    a = cq("a", {"f": {"cpu": {"nominalQuota": 2, "borrowingLimit": 1}}}, "co")
+    cfg = config(tmp_path, flavor("f"), a, cq("b", {"f": {"cpu": 4}}, "co"))
+    log = QueueLog(cfg, tmp_path)
+    records = [PodRecord(job_id=f"j{i}", pod=f"p{i}", submit_time=0.0, cluster_queue="a", flavor="f",
+                         admitted_at=float(i)) for i in range(2)]  # fmt: skip
+    for r in records:
+        log.submitted(r, {"cpu": 1500}, 1)
+    log.admitted(records[0], 0.0)
+    assert log.violation is None  # 1.5 of a's 2
+    log.admitted(records[1], 1.0)  # 3 = 2 of its own + 1 borrowed, its borrowing limit
+    assert log.violation is None
+    extra = PodRecord(job_id="j2", pod="p2", submit_time=0.0, cluster_queue="a", flavor="f", admitted_at=2.0)
+    log.submitted(extra, {"cpu": 500}, 1)
+    log.admitted(extra, 2.0)  # 3.5 > 3
+    assert log.violation.startswith("ClusterQueue a uses 3500 of cpu in flavor f, more than its quota")
+    log.released(records[0], 3.0)
+    log.close()
+    rows = (tmp_path / "queues.csv").read_text().splitlines()
+    assert rows[0] == "time,cluster_queue,flavor,resource,nominal,usage,borrowed,admitted,pending"
+    assert rows[-1] == "3.0,a,f,cpu,2.0,2.0,0.0,2,0"

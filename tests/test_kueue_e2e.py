@@ -130,3 +130,41 @@ def test_the_twin_refuses_loudly_what_it_does_not_model(tmp_path):
     code, output, _ = run(tmp_path / "out", SPACED, "--queues", str(queues))
     assert code != 0 and "fair sharing is not modelled by batkube's Kueue twin" in output
     assert "Traceback" not in output
+
+
+def test_a_job_admitted_then_evicted_before_binding_in_one_instant_gets_new_pods(tmp_path):
+    queues = write(tmp_path, [
+        flavor("f"), cq("a", {"f": {"cpu": 1}}, "co"),
+        cq("b", {"f": {"cpu": 4}}, "co", preemption={"reclaimWithinCohort": "Any"}),
+        lq("a", "a"), lq("b", "b"),
+    ])  # fmt: skip
+    # one cycle admits X in b and L in a (borrowing 2 of b's); the next, Y reclaims them: L is evicted
+    # before kube-scheduler's twin ever saw it ungated, so its pod is deleted and the job gets a new one
+    jobs = [{"id": "L", "subtime": 0, "res": 1, "profile": "p3", "queue": "a"},
+            {"id": "X", "subtime": 0, "res": 1, "profile": "p2", "queue": "b"},
+            {"id": "Y", "subtime": 0, "res": 1, "profile": "p2", "queue": "b"}]  # fmt: skip
+    profiles = {
+        "p2": {"type": "delay", "delay": 100, "cpu": "2"},
+        "p3": {"type": "delay", "delay": 100, "cpu": "3"},
+    }
+    workload = tmp_path / "w.json"
+    workload.write_text(json.dumps({"nb_res": 1, "jobs": jobs, "profiles": profiles}))
+    code, output, summary = run(tmp_path / "out", workload, "--queues", str(queues),
+                                platform=ROOT / "platforms" / "cluster_1x6core.xml")  # fmt: skip
+    assert code == 0, output
+    assert summary["error"] is None and summary["jobs_succeeded"] == 3 and summary["kueue_preemptions"] == 1
+    pods = {p["job_id"]: p for p in rows(tmp_path / "out" / "pods.csv")}
+    assert pods["w0!L"]["reason"].startswith("restarted: preempted by Kueue (InCohortReclamation)")
+    assert float(pods["w0!L"]["admitted_at"]) >= 100.0  # admitted again once X and Y are done
+    assert float(pods["w0!X"]["admitted_at"]) == float(pods["w0!Y"]["admitted_at"]) < 1.0
+
+
+def test_explain_tells_a_jobs_admission_by_kueue(tmp_path):
+    queues = write(tmp_path, [flavor("f"), cq("all", {"f": {"cpu": 16}}, queueingStrategy="StrictFIFO"),
+                              lq("default", "all")])  # fmt: skip
+    code, output, _ = run(tmp_path / "run", SPACED, "--queues", str(queues), "--record-decisions")
+    assert code == 0, output
+    result = CliRunner().invoke(main, ["explain", str(tmp_path / "run"), "w0!69"])
+    assert result.exit_code == 0, result.output
+    assert "admitted by Kueue (LocalQueue default → ClusterQueue all, flavor f) at" in result.output
+    assert "after a quota wait of" in result.output

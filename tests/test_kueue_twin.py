@@ -284,3 +284,28 @@ def test_a_preemptor_without_candidates_reserves_its_quota_for_the_cycle(tmp_pat
     assert d.run(1) == (admitted, [])
     if not admitted:
         assert d.twin.workloads["b2"].message == "Workload no longer fits after processing another workload"
+
+
+def test_a_workload_requesting_nothing_is_admitted_without_quota(tmp_path):
+    d = one_cq(tmp_path)
+    d.submit("a", "q", 4)
+    wl = d.submit("besteffort", "q", 0, t=1)
+    wl.per_pod.clear()  # a BestEffort pod: no request at all
+    assert d.run() == (["a", "besteffort"], [])
+    assert d.usage("q") == {"f/cpu": 4000} and d.flavors("besteffort") == {}
+
+
+def test_a_resource_the_cluster_queue_does_not_cover_is_no_fit(tmp_path):
+    d = one_cq(tmp_path)
+    wl = d.submit("gpu", "q", 1)
+    wl.per_pod["nvidia.com/gpu"] = 1
+    assert d.run() == ([], [])
+    assert "resource nvidia.com/gpu unavailable in ClusterQueue" in wl.message
+
+
+def test_a_cluster_queue_covering_pods_counts_them(tmp_path):
+    d = Driver(config(tmp_path, flavor("f"), cq("q", {"f": {"cpu": 8, "pods": 2}})))
+    for i in range(3):
+        d.submit(f"w{i}", "q", 1, t=i)
+    assert d.run() == (["w0", "w1"], [])
+    assert d.usage("q") == {"f/cpu": 2000, "f/pods": 2}

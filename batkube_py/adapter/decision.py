@@ -306,12 +306,11 @@ class DecisionProcess:
                 record.node, record.resource_id = b.node, self.hosts.host_of[b.node]
             self.starts.bound(record, self.now, reply)
         evictions = self.backend.take_evictions()
-        for ev in evictions:  # Kueue deleted these pods at once: their quota is free before admissions
-            if (record := self.records[self._job_of_pod[ev.pod]]).state == "Pending" and record.admitted_at:
-                self._disrupt(record, ev.reason, False)
-            elif "by Kueue" in ev.reason and not record.group:
-                self.queue_log.released(record, self.now)  # a plain pod's quota: at once (docs/kueue.md)
-        if broken := self.queue_log.take(self.backend, self._record_of, self.now):
+        admissions = getattr(self.backend, "take_admissions", list)()
+        for record, why in self.queue_log.unbound_victims(evictions, admissions, self._record_of):
+            self._disrupt(record, why, False)  # Kueue deleted their pods: their quota is free already
+        self.queue_log.evicted(evictions, self._record_of, self.now)
+        if broken := self.queue_log.take(admissions, self._record_of, self.now):
             self._fail(f"invariant violated, Kueue over-admitted: {broken}")
         for ev in evictions:
             record = self.records[self._job_of_pod[ev.pod]]

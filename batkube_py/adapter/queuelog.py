@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from batkube_py.adapter.outputs import PodRecord, _CsvLog
+from batkube_py.cluster.base import Admission, Eviction
 from batkube_py.inputs.queues import QueuesConfig
 from batkube_py.kueue.cache import resource_node as rn
 from batkube_py.kueue.cache.snapshot import Cache
@@ -45,9 +46,34 @@ class QueueLog:
         self._requests[record.job_id] = (per_pod, count)
         self._pending(record.cluster_queue, +1, record)
 
-    def take(self, backend, record_of: Callable[[str], PodRecord], now: float) -> str | None:
-        """Record the backend's Kueue admissions on their jobs; the quota violation found, if any."""
-        for a in getattr(backend, "take_admissions", list)():
+    def unbound_victims(
+        self, evictions: list[Eviction], admissions: list[Admission], record_of: Callable[[str], PodRecord]
+    ) -> list[tuple[PodRecord, str]]:
+        """Kueue's victims whose pods were deleted before being bound (their jobs get new pods), with why.
+        A workload admitted and evicted by the same call never held quota here: its admission is dropped
+        from `admissions`."""
+        undone = {ev.pod for ev in evictions} & {a.pod for a in admissions}
+        admissions[:] = [a for a in admissions if a.pod not in undone]
+        out = []
+        for ev in evictions:
+            record = record_of(ev.pod)
+            if record.state == "Pending" and (record.admitted_at != "" or ev.pod in undone):
+                out.append((record, ev.reason))
+        return out
+
+    def evicted(self, evictions: list[Eviction], record_of: Callable[[str], PodRecord], now: float) -> None:
+        """Kueue v0.17.0 frees a preempted plain pod's quota at eviction, while its job is still being
+        killed (Pod.IsActive is false for a single pod); a pod group's stays until its pods stop."""
+        for ev in evictions:
+            record = record_of(ev.pod)
+            if "by Kueue" in ev.reason and record.state != "Pending" and not record.group:
+                self.released(record, now)
+
+    def take(
+        self, admissions: list[Admission], record_of: Callable[[str], PodRecord], now: float
+    ) -> str | None:
+        """Record Kueue's admissions on their jobs; the quota violation found, if any."""
+        for a in admissions:
             record = record_of(a.pod)
             record.queue, record.cluster_queue, record.flavor, record.admitted_at = (
                 a.queue, a.cluster_queue, a.flavor, a.at)  # fmt: skip

@@ -115,8 +115,28 @@ def seconds(value: float) -> str:
     return f"{value:.6f}".rstrip("0").rstrip(".")
 
 
+def admission(final: dict[str, str] | None) -> str:
+    """Kueue's part of the story (--queues), from pods.csv: which queues, which flavor, how long it waited
+    for quota; empty for a run without queues."""
+    row = final or {}
+    if not row.get("cluster_queue"):
+        return ""
+    where = f"LocalQueue {row.get('queue')} → ClusterQueue {row['cluster_queue']}"
+    if not row.get("admitted_at"):
+        return f"never admitted by Kueue ({where}); "
+    waited = float(row["admitted_at"]) - float(row["submit_time"])
+    return (
+        f"admitted by Kueue ({where}, flavor {row.get('flavor')}) at {seconds(float(row['admitted_at']))} s "
+        f"after a quota wait of {seconds(waited)} s; "
+    )
+
+
 def verdict(attempts: list[Attempt], final: dict[str, str] | None) -> str:
     """One sentence: where the pod went and when, or why it is still pending."""
+    return admission(final) + _placement(attempts, final)
+
+
+def _placement(attempts: list[Attempt], final: dict[str, str] | None) -> str:
     state = (final or {}).get("state", "")
     tail = f" (pods.csv: {state})" if state else ""
     if not attempts:

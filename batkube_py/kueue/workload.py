@@ -42,6 +42,7 @@ class Workload:
     # admission (status.admission) and what the scheduler remembers between attempts
     usage: dict[FR, int] | None = None
     flavors: dict[str, str] = field(default_factory=dict)  # resource → flavor
+    frs: frozenset[FR] = frozenset()  # the flavor-resources it holds quota in
     admitted_at: float | None = None
     admission_seq: int = 0  # quota reservation order: the "more recent first" of preemption ordering
     evicted: bool = False  # Evicted=True (a preemption victim still holding its quota)

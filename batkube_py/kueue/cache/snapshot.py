@@ -174,19 +174,26 @@ class Snapshot:
         self.cqs: dict[str, Node] = {}
         for root in cache.roots():
             _clone(root, None, self.cqs)
-        self.workloads = {cq: dict(wls) for cq, wls in cache.workloads.items()}
+        self.workloads = dict(cache.workloads)  # each ClusterQueue's copied when first changed
+        self._copied: set[str] = set()
+
+    def _own(self, cq: str) -> dict[str, Workload]:
+        if cq not in self._copied:
+            self.workloads[cq] = dict(self.workloads[cq])
+            self._copied.add(cq)
+        return self.workloads[cq]
 
     def add_usage(self, cq: str, usage: dict[FR, int]) -> None:
         for fr, v in usage.items():
             add_usage(self.cqs[cq], fr, v)
 
     def remove_workload(self, wl: Workload) -> None:
-        del self.workloads[wl.cluster_queue][wl.name]
+        del self._own(wl.cluster_queue)[wl.name]
         for fr, v in (wl.usage or {}).items():
             remove_usage(self.cqs[wl.cluster_queue], fr, v)
 
     def add_workload(self, wl: Workload) -> None:
-        self.workloads[wl.cluster_queue][wl.name] = wl
+        self._own(wl.cluster_queue)[wl.name] = wl
         self.add_usage(wl.cluster_queue, wl.usage or {})
 
     def simulate_removal(self, wls: Iterable[Workload]) -> Callable[[], None]:

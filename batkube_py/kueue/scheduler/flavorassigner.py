@@ -36,9 +36,12 @@ class Assignment:
     last_tried: dict[str, int] = field(default_factory=dict)
     usage: dict[rn.FR, int] = field(default_factory=dict)
 
+    failed: bool = False  # a resource group found no flavor (or a resource has none)
+
     @property
     def mode(self) -> int:
-        if not self.flavors:
+        """RepresentativeMode: nothing requested fits; a group without a flavor is no fit."""
+        if self.failed:
             return NO_FIT
         if not self.reasons:
             return FIT
@@ -139,13 +142,13 @@ class FlavorAssigner:
             if group is None:
                 if requests[res] == 0:
                     continue
-                return Assignment(reasons=[f"resource {res} unavailable in ClusterQueue"])
+                return Assignment(reasons=[f"resource {res} unavailable in ClusterQueue"], failed=True)
             flavors, reasons, tried = self._find(
                 group, {r: requests[r] for r in group.covered if r in requests}
             )
             out.reasons += reasons
             if not flavors:
-                return Assignment(reasons=out.reasons)
+                return Assignment(reasons=out.reasons, failed=True)
             out.flavors.update(flavors)
             out.last_tried.update({r: tried for r in flavors})
         for res, (flavor, _, _) in out.flavors.items():

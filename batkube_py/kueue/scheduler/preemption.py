@@ -46,10 +46,6 @@ def ordering_key(wl: Workload, cq: str) -> tuple:
             wl.name)  # fmt: skip
 
 
-def uses_resources(wl: Workload, frs: set[rn.FR]) -> bool:
-    return any((flavor, res) in frs for res, flavor in wl.flavors.items())
-
-
 def satisfies_policy(policy: str, preemptor: Workload, candidate: Workload) -> bool:
     """SatisfiesPreemptionPolicy (the negation of priorityTooHighToPreempt)."""
     if policy == "LowerPriority":
@@ -69,14 +65,9 @@ class _Context:
         self.borrow_forbidden = bwc.policy == "Never"
         self.threshold = bwc.max_priority_threshold
 
-    def classify(self, cand: Workload, advantage: bool) -> int:
-        if not uses_resources(cand, self.frs):
-            return NEVER
-        same = cand.cluster_queue == self.wl.cluster_queue
-        p = self.spec.preemption
-        if not satisfies_policy(p.within_cluster_queue if same else p.reclaim_within_cohort, self.wl, cand):
-            return NEVER
-        if same:
+    def variant(self, cand: Workload, advantage: bool) -> int:
+        """classifyPreemptionVariant for a candidate that uses the resources and satisfies the policy."""
+        if cand.cluster_queue == self.wl.cluster_queue:
             return WITHIN_CQ
         if advantage:
             return HIERARCHICAL
@@ -87,11 +78,18 @@ class _Context:
         return WHILE_BORROWING
 
     def from_cq(self, node: rn.Node, lca: rn.Node | None, advantage: bool) -> list[_Candidate]:
-        out = []
-        for wl in self.snap.workloads[node.name].values():
-            if (variant := self.classify(wl, advantage)) != NEVER:
-                out.append(_Candidate(wl, lca, variant))
-        return out
+        p = self.spec.preemption
+        policy = p.within_cluster_queue if node.name == self.wl.cluster_queue else p.reclaim_within_cohort
+        if policy == "Never":
+            return []
+        admitted = self.snap.workloads[node.name].values()
+        if policy == "LowerPriority":  # the common case, without a call per admitted workload
+            below = self.wl.priority
+            eligible = [wl for wl in admitted if wl.priority < below]
+        else:
+            eligible = [wl for wl in admitted if satisfies_policy(policy, self.wl, wl)]
+        using = [wl for wl in eligible if not self.frs.isdisjoint(wl.frs)]
+        return [_Candidate(wl, lca, self.variant(wl, advantage)) for wl in using]
 
     def in_subtree(self, current: rn.Node, root: rn.Node, skip: rn.Node | None, adv: bool, out: list) -> None:
         for child in current.child_cohorts:

@@ -148,6 +148,7 @@ class Scheduler:
         self._admissions += 1
         wl.usage = dict(a.usage)
         wl.flavors = {r: f for r, (f, _, _) in a.flavors.items()}
+        wl.frs = frozenset((f, r) for r, f in wl.flavors.items())
         wl.admitted_at, wl.admission_seq, wl.message = now, self._admissions, ""
         self.queues.delete(wl)
         self.cache.admit(wl)
