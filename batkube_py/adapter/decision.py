@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 
 BackendFactory = Callable[[list[client.V1Node]], Backend]
 _FINAL = {"COMPLETED_SUCCESSFULLY": "Succeeded", "COMPLETED_KILLED": "Killed"}
+_NOT_RUNNING = {"Pending": "not executed yet", "Starting": "not executed yet", "Rejected": "rejected"}
 
 
 class DecisionProcess:
@@ -212,10 +213,10 @@ class DecisionProcess:
 
     def _on_job_completed(self, data: m.JobCompleted, ts: float, reply: Reply) -> None:
         record = self.records.get(data.job_id)
-        if record is None or record.state in ("Pending", "Starting"):
-            # Batsim completes only what it was told to execute; answering would EXECUTE_JOB a job that
-            # Batsim holds as finished, which it aborts on
-            what = "never submitted" if record is None else "not executed yet"
+        if record is None or record.state != "Running":
+            # Batsim completes only what it was told to execute, and only once; answering would act on a
+            # job that Batsim holds as unknown or finished (an EXECUTE_JOB of it aborts Batsim)
+            what = _NOT_RUNNING.get(record.state, "already completed") if record else "never submitted"
             raise ProtocolError(f"JOB_COMPLETED for job {data.job_id!r}, which was {what}")
         self._finish(data.job_id, _FINAL.get(data.job_state, "Failed"), ts, data.job_state, reply)
 
