@@ -165,6 +165,10 @@ def preflight(cfg: RunConfig) -> Checked:
     for what, path in (("platform", cfg.platform), ("workload", cfg.workload)):
         if not path.is_file():
             raise RunError(f"{what} file {path} does not exist")
+    try:
+        topology.read_platform(cfg.platform)
+    except topology.PlatformError as exc:
+        raise RunError(str(exc)) from None
     for what, value in (("--connect-timeout", cfg.connect_timeout), ("--idle-timeout", cfg.idle_timeout)):
         if value is not None and not 0 < value < float("inf"):
             raise RunError(f"{what} must be a positive number of seconds, got {value}")
