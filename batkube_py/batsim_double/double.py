@@ -10,12 +10,13 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, TextIO
 
 from .actors import event_submitter, job_submitter
 from .batching import RandomBatching
-from .context import Context, Options
+from .context import LEVELS, Context, Options, threshold
 from .errors import BatsimAbort, BatsimRuntimeError, check
 from .export import JobsTracer
 from .kernel import Kernel
@@ -64,21 +65,24 @@ class BatsimDouble:
                           forward_profiles=forward_profiles, dynamic_jobs=dynamic_jobs,
                           ack_dynamic_jobs=ack_dynamic_jobs, profile_reuse=profile_reuse,
                           verbosity=verbosity, log_stream=log_stream)
+        self.kernel: Kernel | None = None
+        self._init_error: BatsimAbort | None = None
+        log = _startup_log(log_stream, verbosity)
+        log("batsim", "Batsim version: 4.2.1")  # "Workload 'w0' corresponds..." is the CLI's
+        try:  # Batsim loads the workloads before SimGrid reads the platform
+            workloads = [load_workload(path, f"w{i}", log) for i, path in enumerate(workload_paths)]
+        except BatsimAbort as exc:
+            self._init_error = exc
+            return
         self.platform = Platform(platform_path)
         pf = self.platform
         self.kernel = Kernel(pf.route, pf.surf_precision, pf.maxmin_precision)
-        workloads = []
-        for i, path in enumerate(workload_paths):
-            wl = load_workload(path, f"w{i}")
-            workloads.append(wl)
         self.ctx = Context(self.kernel, self.platform, None, workloads, options, JobsTracer())  # type: ignore
         self.ctx.current_label = self._label
         self.ctx.batching = batching
-        self.ctx.log("batsim", "Batsim version: 4.2.1")  # "Workload 'w0' corresponds..." is the CLI's
         limit = machine_limit(mmax, mmax_workload, [wl.nb_res for wl in workloads])
         if limit != -1:
             self.ctx.log("batsim", f"The maximum number of machines to use is {limit}.")
-        self._init_error: BatsimAbort | None = None
         try:
             event_lists = [load_events(path, options.forward_unknown_events) for path in events_paths]
             self.ctx.machines = Machines(self.platform, master_host, roles, limit)
@@ -132,7 +136,7 @@ class BatsimDouble:
 
     @property
     def now(self) -> float:
-        return self.kernel.now
+        return self.kernel.now if self.kernel is not None else 0.0
 
     def _run(self, step: Any) -> str | None:
         try:
@@ -156,16 +160,19 @@ class BatsimDouble:
 
     # --- endings -------------------------------------------------------------------------
     def _label(self) -> str:
-        a = self.kernel.current
+        a = self.kernel.current if self.kernel is not None else None
         return f"{a.host}:{a.name}:({a.pid})" if a is not None else ""
 
     def _abort(self, exc: BatsimAbort, uncaught: bool = False) -> None:
         where = f"{exc.where}: " if exc.where else ""
         cat = "xbt_exception" if uncaught else "root"
-        prefix = f"[{self._label()} {self.kernel.now:f}]" if self.kernel.current else f"[{self.kernel.now:f}]"
+        now = self.now
+        prefix = f"[{self._label()} {now:f}]" if self._label() else f"[{now:f}]"
         text = f"Uncaught exception std::invalid_argument: {exc.message}" if uncaught else exc.message
-        self.ctx.log_raw(f"{prefix} {where}[{cat}/CRITICAL] {text}")
-        self.outcome = Outcome("aborted", 134, exc.message, self.kernel.now)
+        if self._log_stream is not None:
+            line = exc.message if exc.raw else f"{prefix} {where}[{cat}/CRITICAL] {text}"
+            self._log_stream.write(line + "\n")
+        self.outcome = Outcome("aborted", 134, exc.message, now)
 
     def _runtime_error(self, exc: BatsimRuntimeError) -> None:
         self.ctx.log("network", f"Runtime error received: {exc.message}")
@@ -200,6 +207,16 @@ class BatsimDouble:
             _write(f"{self.export_prefix}_schedule.csv", tr.schedule_csv(values))
             if self.ctx.options.trace_machine_states:
                 _write(f"{self.export_prefix}_machine_states.csv", self.ctx.machines.states.csv())
+
+
+def _startup_log(stream: TextIO | None, verbosity: str) -> Callable[[str, str], None]:
+    """Batsim's INFO log before the simulation exists (loading the workloads), at simulated time 0."""
+
+    def log(category: str, message: str) -> None:
+        if stream is not None and LEVELS["INFO"] >= threshold(category, verbosity):
+            stream.write(f"[0.000000] [{category}/INFO] {message}\n")
+
+    return log
 
 
 def _write(path: str, text: str) -> None:

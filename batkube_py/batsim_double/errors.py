@@ -9,10 +9,13 @@ from __future__ import annotations
 
 
 class BatsimAbort(Exception):
-    def __init__(self, message: str, where: str = "") -> None:
+    """`raw`: a library's own assertion (glibc's assert), printed as is rather than as Batsim's log line."""
+
+    def __init__(self, message: str, where: str = "", raw: bool = False) -> None:
         super().__init__(message)
         self.message = message
         self.where = where
+        self.raw = raw
 
 
 class BatsimRuntimeError(Exception):
