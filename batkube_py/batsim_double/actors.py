@@ -93,7 +93,7 @@ def waiter(ctx: Context, target: float) -> G:
 def job_process(ctx: Context, job: Job) -> G:
     """execute_job_process: the profile's task tree under one walltime budget, then JOB_COMPLETED."""
     wl = find_workload(ctx, job.workload)
-    job.task = build_task(wl.profiles if wl else {}, job.profile, job.profile_data)
+    job.task = build_task(wl.sequences if wl else {}, job.profile, job.profile_data)
     ret = yield from execute_task(ctx, job, job.task, Budget(job.walltime))
     if ret == 0:
         job.state = "COMPLETED_SUCCESSFULLY"

@@ -17,7 +17,7 @@ from typing import Any, TextIO
 from .actors import event_submitter, job_submitter
 from .batching import RandomBatching
 from .context import LEVELS, Context, Options, threshold
-from .errors import BatsimAbort, BatsimRuntimeError, check
+from .errors import BatsimAbort, BatsimCrash, BatsimRuntimeError, check
 from .export import JobsTracer
 from .kernel import Kernel
 from .machines import Machines
@@ -31,9 +31,12 @@ DEADLOCK = ("./src/kernel/EngineImpl.cpp:718: [ker_engine/CRITICAL] Oops! Deadlo
             "clean.")
 
 
+CRASHED = 128 + 11  # the exit status of a process killed by SIGSEGV, as a shell reports it
+
+
 @dataclass
 class Outcome:
-    """How the run ended. `status` is one of running, finished, aborted, deadlock."""
+    """How the run ended. `status` is one of running, finished, aborted, deadlock, crashed."""
 
     status: str = "running"
     exit_code: int | None = None
@@ -146,6 +149,11 @@ class BatsimDouble:
             return None
         except BatsimRuntimeError as exc:
             self._runtime_error(exc)
+            return None
+        except BatsimCrash as exc:  # the process dies at once: no output file is written
+            if self._log_stream is not None:
+                self._log_stream.write(exc.message + "\n")
+            self.outcome = Outcome("crashed", CRASHED, exc.message, self.now)
             return None
         if text is not None:
             self._t_sent = time.perf_counter()

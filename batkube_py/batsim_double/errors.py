@@ -24,6 +24,14 @@ class BatsimRuntimeError(Exception):
         self.message = message
 
 
+class BatsimCrash(Exception):
+    """Batsim dies of a signal (SIGSEGV): undefined behaviour in its C++, reproduced where it is certain."""
+
+    def __init__(self, message: str = "Segmentation fault.") -> None:
+        super().__init__(message)
+        self.message = message
+
+
 def check(cond: bool, message: str, where: str = "") -> None:
     if not cond:
         raise BatsimAbort(message, where)
