@@ -353,10 +353,11 @@ class DecisionProcess:
         self.disruptions.finished_unsent(job_id, reply)
         self._final(record)
         if again is not None:
-            new_id, new_job, new_profile = again
-            self._profiles.setdefault(job_id.split("!", 1)[0], {})[new_job["profile"]] = new_profile
+            new_id, new_job, registered = again
+            if registered is not None:
+                self._profiles.setdefault(job_id.split("!", 1)[0], {})[new_job["profile"]] = registered
             if not self.disruptions.acknowledged:  # Batsim will not echo a JOB_SUBMITTED for it
-                self._submit(new_id, new_job, new_profile, ts, reply)
+                self._submit(new_id, new_job, profile, ts, reply)
 
     def _delete_pods(self, job_id: str, name: str, now: float) -> None:
         assert self.backend is not None

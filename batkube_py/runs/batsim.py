@@ -53,7 +53,8 @@ def batsim_command(batsim: list[str], cfg: RunConfig, endpoint: str, export: Pat
     return [
         *batsim, "-p", str(cfg.platform.resolve()), "-w", str(cfg.workload.resolve()),
         "-e", str(export.resolve()), "-s", endpoint, "--enable-compute-sharing",
-        "--enable-dynamic-jobs", "--acknowledge-dynamic-jobs", *quiet_flag(cfg), *cfg.batsim_args,
+        "--enable-dynamic-jobs", "--acknowledge-dynamic-jobs", "--enable-profile-reuse", *quiet_flag(cfg),
+        *cfg.batsim_args,
     ]  # fmt: skip
 
 
