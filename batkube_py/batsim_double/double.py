@@ -173,10 +173,14 @@ class BatsimDouble:
 
     def _abort(self, exc: BatsimAbort, uncaught: bool = False) -> None:
         where = f"{exc.where}: " if exc.where else ""
-        cat = "xbt_exception" if uncaught else "root"
+        exception = exc.exception or ("std::invalid_argument" if uncaught else "")
+        cat = "xbt_exception" if exception else "root"
         now = self.now
         prefix = f"[{self._label()} {now:f}]" if self._label() else f"[{now:f}]"
-        text = f"Uncaught exception std::invalid_argument: {exc.message}" if uncaught else exc.message
+        text = f"Uncaught exception {exception}: {exc.message}" if exception else exc.message
+        if self._log_stream is not None and exc.exception.startswith("simgrid::"):
+            self._log_stream.write(f"{prefix} [ker_context/INFO] Actor killed by an uncaught exception "
+                                   f"{exc.exception.split()[0]}\n")  # fmt: skip
         if self._log_stream is not None:
             line = exc.message if exc.raw else f"{prefix} {where}[{cat}/CRITICAL] {text}"
             self._log_stream.write(line + "\n")

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 
 class BatsimAbort(Exception):
-    """`raw`: a library's own assertion (glibc's assert), printed as is rather than as Batsim's log line."""
+    """`raw`: a library's own assertion (glibc's assert), printed as is rather than as Batsim's log line;
+    `exception`: a C++ exception nobody catches (SimGrid logs it as `Uncaught exception <exception>: ...`)."""
 
-    def __init__(self, message: str, where: str = "", raw: bool = False) -> None:
+    def __init__(self, message: str, where: str = "", raw: bool = False, exception: str = "") -> None:
         super().__init__(message)
         self.message = message
         self.where = where
         self.raw = raw
+        self.exception = exception
 
 
 class BatsimRuntimeError(Exception):
