@@ -135,10 +135,34 @@ def _critical(stderr: str) -> str | None:
 
 @pytest.mark.parametrize("case", BAD)
 def test_the_double_refuses_what_real_batsim_refuses_with_its_message(case, tmp_path):
-    batsim = real_batsim()
     workload = tmp_path / "w.json"
     workload.write_text(BAD[case])
-    args = ["-p", PLATFORM, "-w", str(workload), "-s", "tcp://127.0.0.1:1"]
+    _both_refuse(tmp_path, PLATFORM, workload)
+
+
+_HOSTS = '<host id="node-0" speed="1Gf"/><host id="node-1" speed="{}"/><host id="master_host" speed="1Gf"/>'
+_MASTER = '"node-1" speed="1Gf"><prop id="role" value="master"/></host>'
+BAD_PLATFORMS = {
+    "compute-host-speed-0": _HOSTS.format("0f"),
+    "no-master-host": _HOSTS.format("1Gf").replace("master_host", "other"),
+    "two-masters": _HOSTS.format("1Gf").replace('"node-1" speed="1Gf"/>', _MASTER),
+}
+
+
+@pytest.mark.parametrize("case", BAD_PLATFORMS)
+def test_the_double_refuses_the_platforms_real_batsim_refuses(case, tmp_path):
+    platform = tmp_path / "p.xml"
+    platform.write_text('<?xml version="1.0"?><!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">'
+                        '<platform version="4.1"><zone id="z" routing="Full">'
+                        f"{BAD_PLATFORMS[case]}</zone></platform>")
+    workload = tmp_path / "w.json"
+    workload.write_text(W())
+    _both_refuse(tmp_path, str(platform), workload)
+
+
+def _both_refuse(tmp_path: Path, platform: str, workload: Path) -> None:
+    batsim = real_batsim()
+    args = ["-p", platform, "-w", str(workload), "-s", "tcp://127.0.0.1:1"]
     real = subprocess.run([str(batsim), *args, "-e", str(tmp_path / "r")], capture_output=True, text=True,
                           timeout=60)  # fmt: skip
     err = io.StringIO()

@@ -114,6 +114,7 @@ class Platform:
     """Parsed platform: all hosts by name plus a latency oracle between them."""
 
     def __init__(self, path: str) -> None:
+        self.path = path
         self.hosts: dict[str, Host] = {}
         self._links: dict[str, Link] = {}
         self.config: dict[str, str] = {}
