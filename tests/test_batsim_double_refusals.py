@@ -3,8 +3,9 @@
 Each bad workload goes to ../shared's real Batsim and to the double (its command line, in process): both
 must abort (real Batsim by SIGABRT, the double with exit code 134) and print the same line, Batsim's
 `[root/CRITICAL]` line (file:line included) or rapidjson's assertion. The corpus walks through the checks
-of Batsim's workload.cpp, jobs.cpp and profiles.cpp. The valid workloads below compare SIMULATION_BEGINS,
-whose profiles Batsim lists in its unordered map's order and prunes by reference counts.
+of Batsim's workload.cpp, jobs.cpp and profiles.cpp; bad platforms (machines.cpp) and events files
+(events.cpp) are compared the same way. The valid workloads below compare SIMULATION_BEGINS, whose
+profiles Batsim lists in its unordered map's order and prunes by reference counts.
 """
 
 from __future__ import annotations
@@ -130,7 +131,8 @@ BAD = {
 
 def _critical(stderr: str) -> str | None:
     lines = stderr.splitlines()
-    return next((line for line in lines if "[root/CRITICAL]" in line or "Assertion" in line), None)
+    keep = ("[root/CRITICAL]", "Assertion", "[xbt_exception/CRITICAL] Uncaught")
+    return next((line for line in lines if any(k in line for k in keep)), None)
 
 
 @pytest.mark.parametrize("case", BAD)
@@ -160,9 +162,35 @@ def test_the_double_refuses_the_platforms_real_batsim_refuses(case, tmp_path):
     _both_refuse(tmp_path, str(platform), workload)
 
 
-def _both_refuse(tmp_path: Path, platform: str, workload: Path) -> None:
+_UNAVAILABLE = {"timestamp": 1, "type": "machine_unavailable", "resources": "0"}
+BAD_EVENTS = {
+    "not-json": "xx",
+    "array": "[1]",
+    "blank-line": " ",
+    "no-type": json.dumps({"timestamp": 1, "resources": "0"}),
+    "type-int": json.dumps({**_UNAVAILABLE, "type": 5}),
+    "no-timestamp": json.dumps({"type": "machine_unavailable", "resources": "0"}),
+    "timestamp-string": json.dumps({**_UNAVAILABLE, "timestamp": "1"}),
+    "timestamp-negative": json.dumps({**_UNAVAILABLE, "timestamp": -1}),
+    "unknown-type": json.dumps({"timestamp": 1, "type": "foo"}),
+    "no-resources": json.dumps({"timestamp": 1, "type": "machine_available"}),
+    "resources-int": json.dumps({**_UNAVAILABLE, "resources": 0}),
+    "resources-words": json.dumps({**_UNAVAILABLE, "resources": "a-b"}),
+}
+
+
+@pytest.mark.parametrize("case", BAD_EVENTS)
+def test_the_double_refuses_the_events_real_batsim_refuses(case, tmp_path):
+    events = tmp_path / "events.txt"
+    events.write_text(json.dumps({**_UNAVAILABLE, "timestamp": 0.5}) + "\n" + BAD_EVENTS[case] + "\n")
+    workload = tmp_path / "w.json"
+    workload.write_text(W())
+    _both_refuse(tmp_path, PLATFORM, workload, "--events", str(events))
+
+
+def _both_refuse(tmp_path: Path, platform: str, workload: Path, *extra: str) -> None:
     batsim = real_batsim()
-    args = ["-p", platform, "-w", str(workload), "-s", "tcp://127.0.0.1:1"]
+    args = ["-p", platform, "-w", str(workload), "-s", "tcp://127.0.0.1:1", *extra]
     real = subprocess.run([str(batsim), *args, "-e", str(tmp_path / "r")], capture_output=True, text=True,
                           timeout=60)  # fmt: skip
     err = io.StringIO()

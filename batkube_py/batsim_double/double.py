@@ -7,7 +7,6 @@ loop around the same object, so both paths exercise identical logic.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Callable
@@ -17,7 +16,8 @@ from typing import Any, TextIO
 from .actors import event_submitter, job_submitter
 from .batching import RandomBatching
 from .context import LEVELS, Context, Options, threshold
-from .errors import BatsimAbort, BatsimCrash, BatsimRuntimeError, check
+from .errors import BatsimAbort, BatsimCrash, BatsimRuntimeError
+from .events import load_events
 from .export import JobsTracer
 from .kernel import Kernel
 from .machines import Machines
@@ -72,8 +72,9 @@ class BatsimDouble:
         self._init_error: BatsimAbort | None = None
         log = _startup_log(log_stream, verbosity)
         log("batsim", "Batsim version: 4.2.1")  # "Workload 'w0' corresponds..." is the CLI's
-        try:  # Batsim loads the workloads before SimGrid reads the platform
+        try:  # Batsim loads the workloads and events before SimGrid reads the platform
             workloads = [load_workload(path, f"w{i}", log) for i, path in enumerate(workload_paths)]
+            event_lists = [load_events(path, options.forward_unknown_events) for path in events_paths]
         except BatsimAbort as exc:
             self._init_error = exc
             return
@@ -87,7 +88,6 @@ class BatsimDouble:
         if limit != -1:
             self.ctx.log("batsim", f"The maximum number of machines to use is {limit}.")
         try:
-            event_lists = [load_events(path, options.forward_unknown_events) for path in events_paths]
             self.ctx.machines = Machines(self.platform, master_host, roles, limit)
         except PlatformError as exc:
             self._init_error = BatsimAbort(str(exc), "./src/xbt/exception.cpp:48")
@@ -247,26 +247,3 @@ def machine_limit(mmax: int, mmax_workload: bool, nb_res: list[int]) -> int:
     if mmax_workload:
         return largest
     return mmax if mmax > 0 else -1
-
-
-def load_events(path: str, unknown_as_generic: bool) -> list[dict[str, Any]]:
-    """Batsim external events: one JSON object per line ({"timestamp", "type", ...}), by timestamp then type.
-
-    Types other than machine_(un)available are kept only under --forward-unknown-events
-    (then sent verbatim in a NOTIFY); otherwise Batsim refuses the file.
-    """
-    out = []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            line = line.strip()
-            if line:
-                ev = json.loads(line)
-                rank = EVENT_TYPES.get(ev.get("type"), 2)
-                check(rank < 2 or unknown_as_generic, f"Unknown event type: {ev.get('type')}",
-                      "../src/events.cpp:79")
-                out.append(ev)
-    out.sort(key=lambda e: (float(e["timestamp"]), EVENT_TYPES.get(e.get("type"), 2)))
-    return out
-
-
-EVENT_TYPES = {"machine_available": 0, "machine_unavailable": 1}  # Batsim's EventType order; generic = 2
