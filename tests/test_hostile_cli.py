@@ -497,6 +497,13 @@ def test_a_platform_that_is_not_a_simgrid_xml_file_stops_before_batsim_starts(tm
     assert len(r.output.strip().splitlines()) == 1 and not (tmp_path / "o").exists()
 
 
+def test_a_workload_batsim_refuses_is_named_on_the_console_with_batsims_reason(tmp_path):
+    w = tmp_path / "w.json"
+    w.write_text(json.dumps({**SMALL_WORKLOAD, "jobs": [{**SMALL_WORKLOAD["jobs"][0], "walltime": -5}]}))
+    r = invoke(["run", "-p", PLATFORM, "-w", w, "-o", tmp_path / "o", "--batsim", "double", "--no-progress"])
+    clear_error(r, "Batsim exited before the simulation ended", "job 'w0!1' has an invalid walltime (-5)")
+
+
 def test_swapped_platform_and_workload_name_the_platform(tmp_path):
     w = tmp_path / "w.json"
     w.write_text(json.dumps(SMALL_WORKLOAD))

@@ -29,7 +29,7 @@ from batkube_py.inputs import topology
 from batkube_py.protocol.codec import ProtocolError
 from batkube_py.protocol.reply import ReplyRuleError
 from batkube_py.runs import RunError
-from batkube_py.runs.batsim import Terminated, batsim_command, find_batsim, stop_process
+from batkube_py.runs.batsim import Terminated, batsim_command, find_batsim, last_words, stop_process
 from batkube_py.runs.endpoint import Endpoint, EndpointError, PeerGone
 from batkube_py.runs.transcript import TranscriptWriter
 from batkube_py.runs.usage import AdapterUsage, ChildUsage
@@ -245,7 +245,8 @@ def run(
                 )
         except PeerGone as exc:
             rc = batsim_usage.poll()
-            error = f"{exc} (exit code {rc}; see {cfg.out}/batsim.stderr)"
+            said = last_words(cfg.out / "batsim.stderr")
+            error = f"{exc} (exit code {rc}{': ' + said if said else ''}; see {cfg.out}/batsim.stderr)"
         except (ProtocolError, ReplyRuleError) as exc:
             error = f"adapter stopped: {exc}"
         except Terminated as exc:
