@@ -35,9 +35,11 @@ class Obj(dict):
     """A JSON object as rapidjson holds it: a lookup finds a key's first member; `pairs` keeps them all."""
 
     def __init__(self, pairs: list[tuple[str, Any]]) -> None:
-        super().__init__()
-        for key, value in pairs:
-            self.setdefault(key, value)
+        super().__init__(pairs)
+        if len(self) != len(pairs):  # a repeated key: the first one wins, in its place
+            self.clear()
+            for key, value in pairs:
+                self.setdefault(key, value)
         self.pairs = pairs
 
 
@@ -264,9 +266,9 @@ def job_from_json(desc: Any, workload: str, prefix: str, profiles: dict[str, Any
 def _rewritten(desc: dict, jid: str) -> str:
     text = ID_FIELD.sub(lambda _: f'"id":"{jid}"', jsonfmt.dumps(desc))
     what = "A problem occured when replacing the job_id by its WLOAD!job_name counterpart:"
-    try:
-        doc = parse(text)
-    except ParseError:
+    try:  # the text is jsonfmt's (no NaN, no duplicate key) but for the rewritten ids
+        doc = json.loads(text)
+    except ValueError:
         raise BatsimAbort(f"{what}The output string '{text}' is not valid JSON.", f"{JOBS}:482") from None
     check(isinstance(doc, dict), f"{what} The output string '{text}' is not valid JSON.", f"{JOBS}:485")
     return text
