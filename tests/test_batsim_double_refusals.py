@@ -142,6 +142,17 @@ def test_the_double_refuses_what_real_batsim_refuses_with_its_message(case, tmp_
     _both_refuse(tmp_path, PLATFORM, workload)
 
 
+@pytest.mark.parametrize("case", BAD)
+def test_the_double_alone_refuses_each_bad_workload(case, tmp_path):
+    """The same corpus without ../shared: the double aborts before simulating, in one line."""
+    workload = tmp_path / "w.json"
+    workload.write_text(BAD[case])
+    err = io.StringIO()
+    args = ["-p", PLATFORM, "-w", str(workload), "-s", "tcp://127.0.0.1:1", "-e", str(tmp_path / "d")]
+    assert main([*args, "--max-wait", "1"], io.StringIO(), err) == 134
+    assert _critical(err.getvalue()) is not None and "Traceback" not in err.getvalue()
+
+
 _HOSTS = '<host id="node-0" speed="1Gf"/><host id="node-1" speed="{}"/><host id="master_host" speed="1Gf"/>'
 _MASTER = '"node-1" speed="1Gf"><prop id="role" value="master"/></host>'
 BAD_PLATFORMS = {
