@@ -86,3 +86,13 @@ def decided(process: Any, raw: bytes, wakeups: bool = False) -> list[tuple[str, 
         out = [e for e in out if not (e[0] == "CALL_ME_LATER" and e[1]["timestamp"] == window[0])]
         out += reply_events(process.handle(message(window[0], requested_call(window[0]))), wakeups=True)
     return [e for e in out if wakeups or e[0] != "CALL_ME_LATER"]
+
+
+def same_simulation_begins(text: str, recorded: str) -> bool:
+    """The double's SIMULATION_BEGINS is Batsim's text, byte for byte (profiles in Batsim's unordered-map
+    order included), once each workload's absolute path is replaced by the recorded one."""
+    mine = json.loads(text)["events"][0]["data"]["workloads"]
+    theirs = json.loads(recorded)["events"][0]["data"]["workloads"]
+    for name, path in mine.items():
+        text = text.replace(json.dumps(path), json.dumps(theirs[name]))
+    return text == recorded

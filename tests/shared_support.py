@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -56,3 +57,19 @@ def shared_cases(parts: tuple[str, ...], listing=list) -> list:
     must call shared(*parts) first, so that the missing folder is a skip (a failure in CI), not an empty
     parameter set."""
     return listing() if SHARED.joinpath(*parts).exists() else [pytest.param(None, id="no-shared")]
+
+
+def real_batsim() -> Path:
+    """../shared's real Batsim 4.2.1 (bin/batsim), ready to run: skip when ../shared is absent, and when its
+    runtime Debian packages are missing (.ci/batsim.sh installs them); both fail under CI."""
+    path = shared("batsim", "real-4.2.1", "bin", "batsim")
+    try:
+        ok = subprocess.run([str(path), "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        ok = ""
+    if ok.strip() != "4.2.1":
+        why = "real Batsim 4.2.1 does not run here: its runtime packages are missing (run .ci/batsim.sh)"
+        if os.environ.get("BATKUBE_REQUIRE_SHARED") == "1":
+            pytest.fail(why, pytrace=False)
+        pytest.skip(why)
+    return path

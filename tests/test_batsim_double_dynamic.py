@@ -336,8 +336,8 @@ ERRORS = {
                 {"workload_name": "w0", "profile_name": "d10", "profile": {"type": "delay", "delay": 1}},
             )
         ],
-        "Invalid profile registration: the profile 'd10' of workload 'w0' that was registered has "
-        'already been registered (old profile: {"type":"delay","delay":10})',
+        # protocol.cpp:1541 in v4.2.1 (checked on the real binary)
+        "Invalid new profile registration: profile 'd10' already existed in workload 'w0'",
     ),
     "profile_missing_key": (
         {"dynamic_jobs": True},

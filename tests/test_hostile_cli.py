@@ -478,17 +478,38 @@ def test_swf_extract_period_is_bounded(tmp_path, period):
 # ---- runs that fail say so ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("text", ["not xml at all\n", '<platform version="4.1"><zone id="z"'])
-def test_a_platform_that_is_not_xml_fails_the_run_without_a_result_line(tmp_path, text):
+PLATFORM_TEXTS = {
+    "text": "not xml at all\n",
+    "truncated": '<platform version="4.1"><zone id="z"',
+    "other-root": "<jobs><job/></jobs>",
+    "workload": json.dumps(SMALL_WORKLOAD),
+}
+
+
+@pytest.mark.parametrize("kind", PLATFORM_TEXTS)
+def test_a_platform_that_is_not_a_simgrid_xml_file_stops_before_batsim_starts(tmp_path, kind):
     platform = tmp_path / "p.xml"
-    platform.write_text(text)
+    platform.write_text(PLATFORM_TEXTS[kind])
     w = tmp_path / "w.json"
     w.write_text(json.dumps(SMALL_WORKLOAD))
     r = invoke(["run", "-p", platform, "-w", w, "-o", tmp_path / "o", "--batsim", "double", "--no-progress"])
-    clear_error(r, "Batsim exited before the simulation ended", "did not finish")
-    assert "makespan=" not in r.output
-    stderr = (tmp_path / "o" / "batsim.stderr").read_text()
-    assert "Traceback" not in stderr and f"Parse error at {platform}:1:" in stderr
+    clear_error(r, f"{platform}: not a SimGrid XML platform (swapped -p/-w?)")
+    assert len(r.output.strip().splitlines()) == 1 and not (tmp_path / "o").exists()
+
+
+def test_a_workload_batsim_refuses_is_named_on_the_console_with_batsims_reason(tmp_path):
+    w = tmp_path / "w.json"
+    w.write_text(json.dumps({**SMALL_WORKLOAD, "jobs": [{**SMALL_WORKLOAD["jobs"][0], "walltime": -5}]}))
+    r = invoke(["run", "-p", PLATFORM, "-w", w, "-o", tmp_path / "o", "--batsim", "double", "--no-progress"])
+    clear_error(r, "Batsim exited before the simulation ended", "job 'w0!1' has an invalid walltime (-5)")
+
+
+def test_swapped_platform_and_workload_name_the_platform(tmp_path):
+    w = tmp_path / "w.json"
+    w.write_text(json.dumps(SMALL_WORKLOAD))
+    r = invoke(["run", "-p", w, "-w", PLATFORM, "-o", tmp_path / "o", "--batsim", "double"])
+    clear_error(r, f"{w}: not a SimGrid XML platform (swapped -p/-w?): it reads as JSON")
+    assert not (tmp_path / "o").exists()
 
 
 def test_the_double_aborts_in_one_line_like_batsim_when_the_export_directory_is_missing(tmp_path):

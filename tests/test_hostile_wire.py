@@ -23,6 +23,7 @@ from batkube_py.adapter.decision import DecisionProcess
 from batkube_py.adapter.outputs import RunOutputs
 from batkube_py.cluster.embedded import EmbeddedCluster
 from batkube_py.protocol.codec import ProtocolError, decode_message
+from batkube_py.protocol.reply import Reply
 from batkube_py.runs.endpoint import Endpoint, EndpointError, PeerGone, check_address
 
 pytestmark = pytest.mark.timeout(30)
@@ -561,6 +562,37 @@ def test_job_completed_for_a_job_never_executed_is_a_protocol_error(executed):
     job = "w0!1" if executed is False else "w0!9"
     with pytest.raises(ProtocolError, match=f"JOB_COMPLETED for job '{job}'"):
         p.handle(message(1.0, submitted(1.0, "w0!1"), completed(1.0, job, "0")))
+
+
+def _killed(p):
+    p.disruptions.kill("w0!1")
+    p.disruptions.flush_kills(Reply(11.0))
+    p.handle(message(11.0, {"timestamp": 11.0, "type": "JOB_KILLED", "data": {"job_ids": ["w0!1"]}}))
+
+
+def _completed(state):
+    return lambda p: p.handle(message(11.0, completed(11.0, "w0!1", "0", state)))
+
+
+@pytest.mark.parametrize(
+    "first", [_completed("COMPLETED_SUCCESSFULLY"), _completed("COMPLETED_FAILED"), _killed],
+    ids=["succeeded", "failed", "killed"],
+)
+def test_a_second_job_completed_is_a_protocol_error_not_a_second_execution(first):
+    """Batsim completes a job once; acting on a repeat would EXECUTE_JOB or KILL_JOB a finished job,
+    both of which Batsim aborts on."""
+    p = started(hosts=1)
+    assert decided(p, message(1.0, submitted(1.0, "w0!1"), submitted(1.0, "w0!2")))[0][0] == "EXECUTE_JOB"
+    first(p)
+    with pytest.raises(ProtocolError, match="JOB_COMPLETED for job 'w0!1', which was already completed"):
+        p.handle(message(12.0, completed(12.0, "w0!1", "0")))
+
+
+def test_job_completed_for_a_rejected_job_is_a_protocol_error():
+    p = started()
+    assert decided(p, message(1.0, submitted(1.0, "w0!1", res=0))) == [("REJECT_JOB", {"job_id": "w0!1"})]
+    with pytest.raises(ProtocolError, match="JOB_COMPLETED for job 'w0!1', which was rejected"):
+        p.handle(message(2.0, completed(2.0, "w0!1", "0")))
 
 
 def test_job_completed_after_execution_is_accepted():

@@ -34,7 +34,7 @@ def _double(out: Path, endpoint: str) -> subprocess.CompletedProcess:
     need(*INPUTS)
     cmd = [sys.executable, str(DOUBLE), "-p", str(PLATFORM), "-w", str(WORKLOAD), "-e", str(out / "out"),
            "-s", endpoint, "--enable-compute-sharing", "--enable-dynamic-jobs", "--acknowledge-dynamic-jobs",
-           "-q", "--max-wait", "30"]  # fmt: skip
+           "--enable-profile-reuse", "-q", "--max-wait", "30"]  # fmt: skip
     return subprocess.run(cmd, capture_output=True, timeout=120)
 
 

@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 
 BackendFactory = Callable[[list[client.V1Node]], Backend]
 _FINAL = {"COMPLETED_SUCCESSFULLY": "Succeeded", "COMPLETED_KILLED": "Killed"}
+_NOT_RUNNING = {"Pending": "not executed yet", "Starting": "not executed yet", "Rejected": "rejected"}
 
 
 class DecisionProcess:
@@ -222,10 +223,10 @@ class DecisionProcess:
 
     def _on_job_completed(self, data: m.JobCompleted, ts: float, reply: Reply) -> None:
         record = self.records.get(data.job_id)
-        if record is None or record.state in ("Pending", "Starting"):
-            # Batsim completes only what it was told to execute; answering would EXECUTE_JOB a job that
-            # Batsim holds as finished, which it aborts on
-            what = "never submitted" if record is None else "not executed yet"
+        if record is None or record.state != "Running":
+            # Batsim completes only what it was told to execute, and only once; answering would act on a
+            # job that Batsim holds as unknown or finished (an EXECUTE_JOB of it aborts Batsim)
+            what = _NOT_RUNNING.get(record.state, "already completed") if record else "never submitted"
             raise ProtocolError(f"JOB_COMPLETED for job {data.job_id!r}, which was {what}")
         self._finish(data.job_id, _FINAL.get(data.job_state, "Failed"), ts, data.job_state, reply)
 
@@ -372,10 +373,11 @@ class DecisionProcess:
         self.disruptions.finished_unsent(job_id, reply)
         self._final(record)
         if again is not None:
-            new_id, new_job, new_profile = again
-            self._profiles.setdefault(job_id.split("!", 1)[0], {})[new_job["profile"]] = new_profile
+            new_id, new_job, registered = again
+            if registered is not None:
+                self._profiles.setdefault(job_id.split("!", 1)[0], {})[new_job["profile"]] = registered
             if not self.disruptions.acknowledged:  # Batsim will not echo a JOB_SUBMITTED for it
-                self._submit(new_id, new_job, new_profile, ts, reply)
+                self._submit(new_id, new_job, profile, ts, reply)
 
     def _record_of(self, pod: str) -> PodRecord:
         return self.records[self._job_of_pod[pod]]

@@ -2,10 +2,14 @@
 
 Kubernetes recreates such pods (their controller does), so preempted or failed work is not lost. In
 Batsim a killed job is over, so the adapter registers a new job for it — same job JSON, a fresh id
-(`w0!7#r1`) and a copy of its profile — through Batsim's dynamic jobs (`--enable-dynamic-jobs`,
-which `batkube run` passes). Without dynamic jobs the pod is only recorded as killed. Batsim then waits
-for `registration_finished` before it ends the simulation; it is sent once nothing can need a
-resubmission any more.
+(`w0!7#r1`) — through Batsim's dynamic jobs (`--enable-dynamic-jobs`, which `batkube run` passes).
+The new job names the killed job's own profile when Batsim keeps profiles (`--enable-profile-reuse`,
+which `batkube run` passes too); otherwise a copy of the profile is registered first (Batsim drops a
+finished job's profile), except for a `composed` profile: Batsim 4.2.1 resolves a composed profile's
+members only when it loads a workload, and dies (SIGSEGV) executing one registered later, so such a
+job is not resubmitted and its reason says why. Without dynamic jobs the pod is only recorded as
+killed. Batsim then waits for `registration_finished` before it ends the simulation; it is sent once
+nothing can need a resubmission any more.
 
 Node failure policy (documented in the README): a Batsim machine that becomes unavailable is a node that
 turned NotReady and unschedulable; its running pods are killed at once (kube's eviction of pods from an
@@ -20,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from batkube_py.adapter.outputs import PodRecord
+from batkube_py.adapter.podshape import SEQ_TYPES
 from batkube_py.protocol import models as m
 from batkube_py.protocol.reply import Reply
 
@@ -30,6 +35,7 @@ log = logging.getLogger(__name__)
 class Disruptions:
     dynamic_jobs: bool = False
     acknowledged: bool = False
+    profile_reuse: bool = False
     registration_closed: bool = False
     to_kill: list[str] = field(default_factory=list)
     killed: set[str] = field(default_factory=set)  # every job ever sent a KILL_JOB: Batsim kills once
@@ -48,6 +54,7 @@ class Disruptions:
     def configure(self, config: dict[str, Any]) -> None:
         self.dynamic_jobs = bool(config.get("dynamic-jobs-enabled"))
         self.acknowledged = bool(config.get("dynamic-jobs-acknowledged"))
+        self.profile_reuse = bool(config.get("profile-reuse-enabled"))
 
     def evict(self, record: PodRecord, why: str, node_failure: bool) -> None:
         if record.job_id in self.evicted:
@@ -79,8 +86,9 @@ class Disruptions:
 
     def resubmission(
         self, record: PodRecord, job: dict[str, Any], profile: dict[str, Any], reply: Reply
-    ) -> tuple[str, dict[str, Any], dict[str, Any]] | None:
-        """Register the replacement of a killed job; returns (new id, job, profile) or None if impossible."""
+    ) -> tuple[str, dict[str, Any], dict[str, Any] | None] | None:
+        """Register the replacement of a killed job; returns (new id, job, the profile registered for it
+        if any) or None if impossible."""
         why = self.evicted.pop(record.job_id, None)
         if why is None:
             return None
@@ -88,16 +96,25 @@ class Disruptions:
         if not self.dynamic_jobs or self.registration_closed:
             record.reason += "; not resubmitted (Batsim runs without --enable-dynamic-jobs)"
             return None
+        if not self.profile_reuse and profile.get("type") == "composed":
+            record.reason += ("; not resubmitted: Batsim 4.2.1 can run a composed profile again only with "
+                              "--enable-profile-reuse")  # fmt: skip
+            log.warning("job %s %s; not resubmitted (composed profile, no --enable-profile-reuse)",
+                        record.job_id, why)  # fmt: skip
+            return None
         self.resubmitted += 1
         workload, _, name = record.job_id.partition("!")
         base = name.split("#r", 1)[0]
         attempt = int(name.split("#r", 1)[1]) + 1 if "#r" in name else 1
         new_id = f"{workload}!{base}#r{attempt}"
-        profile_name = f"{job.get('profile')}#r{attempt}-{self.resubmitted}"
         new_job = copy.deepcopy(job)
-        new_job.update(id=new_id, subtime=reply.now, profile=profile_name)
-        new_profile = copy.deepcopy(profile)
-        reply.add(m.RegisterProfile(workload_name=workload, profile_name=profile_name, profile=new_profile))
+        new_job.update(id=new_id, subtime=reply.now)
+        new_profile = None
+        if not self.profile_reuse:
+            new_job["profile"] = f"{job.get('profile')}#r{attempt}-{self.resubmitted}"
+            new_profile = {k: copy.deepcopy(v) for k, v in profile.items() if k != SEQ_TYPES}
+            reply.add(m.RegisterProfile(workload_name=workload, profile_name=new_job["profile"],
+                                        profile=new_profile))  # fmt: skip
         reply.add(m.RegisterJob(job_id=new_id, job=new_job))
         record.reason += f"; resubmitted as {new_id}"
         log.info("job %s %s; resubmitted as %s", record.job_id, why, new_id)

@@ -93,7 +93,7 @@ def waiter(ctx: Context, target: float) -> G:
 def job_process(ctx: Context, job: Job) -> G:
     """execute_job_process: the profile's task tree under one walltime budget, then JOB_COMPLETED."""
     wl = find_workload(ctx, job.workload)
-    job.task = build_task(wl.profiles if wl else {}, job.profile, job.profile_data)
+    job.task = build_task(wl.sequences if wl else {}, job.profile, job.profile_data)
     ret = yield from execute_task(ctx, job, job.task, Budget(job.walltime))
     if ret == 0:
         job.state = "COMPLETED_SUCCESSFULLY"
@@ -109,6 +109,9 @@ def job_process(ctx: Context, job: Job) -> G:
         ctx.log("jobs_execution", f"Job '{job.id}' has been killed by the scheduler")
     job.return_code = ret
     finish_job(ctx, job)
+    if job.finish == job.start:
+        ctx.log("jobs_execution", f"Job '{job.id}' computed in null time. Putting epsilon instead.",
+                "WARNING")  # fmt: skip
     if job.state != "COMPLETED_KILLED":  # a killed job's completion is the killer's KILLING_DONE
         yield ("put", "server", ("JOB_COMPLETED", job.id))
 
@@ -145,4 +148,7 @@ def killer(ctx: Context, job_ids: list[str]) -> G:
             yield ("kill", actor)
         job.state, job.return_code = "COMPLETED_KILLED", -1
         finish_job(ctx, job)
+        if job.finish == job.start:
+            ctx.log("jobs_execution", f"Killed job '{jid}' has a null runtime. Putting epsilon instead.",
+                    "WARNING")  # fmt: skip
     yield ("put", "server", ("KILLING_DONE", job_ids, progress))

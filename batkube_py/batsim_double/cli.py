@@ -12,7 +12,9 @@ debug option --max-wait is given.
 
 from __future__ import annotations
 
+import faulthandler
 import os
+import signal
 import sys
 import xml.etree.ElementTree as ET
 from typing import TextIO
@@ -22,7 +24,7 @@ import zmq
 from . import jsonfmt
 from .argv import DocoptError, HelpRequested, Parsed, VersionRequested, parse
 from .context import Options
-from .double import BatsimDouble
+from .double import CRASHED, BatsimDouble
 from .errors import BatsimAbort
 from .mainargs import MainArgs, check
 from .usage import SIMGRID_VERSION, VERSION, help_text
@@ -190,4 +192,8 @@ def run() -> None:
     code = main()
     sys.stdout.flush()
     sys.stderr.flush()
+    if code == CRASHED:  # die of the signal, as Batsim does: its parent sees SIGSEGV, not an exit code
+        faulthandler.disable()
+        signal.signal(signal.SIGSEGV, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGSEGV)
     os._exit(code)

@@ -7,16 +7,17 @@ loop around the same object, so both paths exercise identical logic.
 
 from __future__ import annotations
 
-import json
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, TextIO
 
 from .actors import event_submitter, job_submitter
 from .batching import RandomBatching
-from .context import Context, Options
-from .errors import BatsimAbort, BatsimRuntimeError, check
+from .context import LEVELS, Context, Options, threshold
+from .errors import BatsimAbort, BatsimCrash, BatsimRuntimeError
+from .events import load_events
 from .export import JobsTracer
 from .kernel import Kernel
 from .machines import Machines
@@ -30,9 +31,12 @@ DEADLOCK = ("./src/kernel/EngineImpl.cpp:718: [ker_engine/CRITICAL] Oops! Deadlo
             "clean.")
 
 
+CRASHED = 128 + 11  # the exit status of a process killed by SIGSEGV, as a shell reports it
+
+
 @dataclass
 class Outcome:
-    """How the run ended. `status` is one of running, finished, aborted, deadlock."""
+    """How the run ended. `status` is one of running, finished, aborted, deadlock, crashed."""
 
     status: str = "running"
     exit_code: int | None = None
@@ -64,23 +68,26 @@ class BatsimDouble:
                           forward_profiles=forward_profiles, dynamic_jobs=dynamic_jobs,
                           ack_dynamic_jobs=ack_dynamic_jobs, profile_reuse=profile_reuse,
                           verbosity=verbosity, log_stream=log_stream)
+        self.kernel: Kernel | None = None
+        self._init_error: BatsimAbort | None = None
+        log = _startup_log(log_stream, verbosity)
+        log("batsim", "Batsim version: 4.2.1")  # "Workload 'w0' corresponds..." is the CLI's
+        try:  # Batsim loads the workloads and events before SimGrid reads the platform
+            workloads = [load_workload(path, f"w{i}", log) for i, path in enumerate(workload_paths)]
+            event_lists = [load_events(path, options.forward_unknown_events) for path in events_paths]
+        except BatsimAbort as exc:
+            self._init_error = exc
+            return
         self.platform = Platform(platform_path)
         pf = self.platform
         self.kernel = Kernel(pf.route, pf.surf_precision, pf.maxmin_precision)
-        workloads = []
-        for i, path in enumerate(workload_paths):
-            wl = load_workload(path, f"w{i}")
-            workloads.append(wl)
         self.ctx = Context(self.kernel, self.platform, None, workloads, options, JobsTracer())  # type: ignore
         self.ctx.current_label = self._label
         self.ctx.batching = batching
-        self.ctx.log("batsim", "Batsim version: 4.2.1")  # "Workload 'w0' corresponds..." is the CLI's
         limit = machine_limit(mmax, mmax_workload, [wl.nb_res for wl in workloads])
         if limit != -1:
             self.ctx.log("batsim", f"The maximum number of machines to use is {limit}.")
-        self._init_error: BatsimAbort | None = None
         try:
-            event_lists = [load_events(path, options.forward_unknown_events) for path in events_paths]
             self.ctx.machines = Machines(self.platform, master_host, roles, limit)
         except PlatformError as exc:
             self._init_error = BatsimAbort(str(exc), "./src/xbt/exception.cpp:48")
@@ -132,7 +139,7 @@ class BatsimDouble:
 
     @property
     def now(self) -> float:
-        return self.kernel.now
+        return self.kernel.now if self.kernel is not None else 0.0
 
     def _run(self, step: Any) -> str | None:
         try:
@@ -142,6 +149,11 @@ class BatsimDouble:
             return None
         except BatsimRuntimeError as exc:
             self._runtime_error(exc)
+            return None
+        except BatsimCrash as exc:  # the process dies at once: no output file is written
+            if self._log_stream is not None:
+                self._log_stream.write(exc.message + "\n")
+            self.outcome = Outcome("crashed", CRASHED, exc.message, self.now)
             return None
         if text is not None:
             self._t_sent = time.perf_counter()
@@ -156,16 +168,23 @@ class BatsimDouble:
 
     # --- endings -------------------------------------------------------------------------
     def _label(self) -> str:
-        a = self.kernel.current
+        a = self.kernel.current if self.kernel is not None else None
         return f"{a.host}:{a.name}:({a.pid})" if a is not None else ""
 
     def _abort(self, exc: BatsimAbort, uncaught: bool = False) -> None:
         where = f"{exc.where}: " if exc.where else ""
-        cat = "xbt_exception" if uncaught else "root"
-        prefix = f"[{self._label()} {self.kernel.now:f}]" if self.kernel.current else f"[{self.kernel.now:f}]"
-        text = f"Uncaught exception std::invalid_argument: {exc.message}" if uncaught else exc.message
-        self.ctx.log_raw(f"{prefix} {where}[{cat}/CRITICAL] {text}")
-        self.outcome = Outcome("aborted", 134, exc.message, self.kernel.now)
+        exception = exc.exception or ("std::invalid_argument" if uncaught else "")
+        cat = "xbt_exception" if exception else "root"
+        now = self.now
+        prefix = f"[{self._label()} {now:f}]" if self._label() else f"[{now:f}]"
+        text = f"Uncaught exception {exception}: {exc.message}" if exception else exc.message
+        if self._log_stream is not None and exc.exception.startswith("simgrid::"):
+            self._log_stream.write(f"{prefix} [ker_context/INFO] Actor killed by an uncaught exception "
+                                   f"{exc.exception.split()[0]}\n")  # fmt: skip
+        if self._log_stream is not None:
+            line = exc.message if exc.raw else f"{prefix} {where}[{cat}/CRITICAL] {text}"
+            self._log_stream.write(line + "\n")
+        self.outcome = Outcome("aborted", 134, exc.message, now)
 
     def _runtime_error(self, exc: BatsimRuntimeError) -> None:
         self.ctx.log("network", f"Runtime error received: {exc.message}")
@@ -202,6 +221,16 @@ class BatsimDouble:
                 _write(f"{self.export_prefix}_machine_states.csv", self.ctx.machines.states.csv())
 
 
+def _startup_log(stream: TextIO | None, verbosity: str) -> Callable[[str, str], None]:
+    """Batsim's INFO log before the simulation exists (loading the workloads), at simulated time 0."""
+
+    def log(category: str, message: str) -> None:
+        if stream is not None and LEVELS["INFO"] >= threshold(category, verbosity):
+            stream.write(f"[0.000000] [{category}/INFO] {message}\n")
+
+    return log
+
+
 def _write(path: str, text: str) -> None:
     d = os.path.dirname(path)
     if d and not os.path.isdir(d):
@@ -218,26 +247,3 @@ def machine_limit(mmax: int, mmax_workload: bool, nb_res: list[int]) -> int:
     if mmax_workload:
         return largest
     return mmax if mmax > 0 else -1
-
-
-def load_events(path: str, unknown_as_generic: bool) -> list[dict[str, Any]]:
-    """Batsim external events: one JSON object per line ({"timestamp", "type", ...}), by timestamp then type.
-
-    Types other than machine_(un)available are kept only under --forward-unknown-events
-    (then sent verbatim in a NOTIFY); otherwise Batsim refuses the file.
-    """
-    out = []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            line = line.strip()
-            if line:
-                ev = json.loads(line)
-                rank = EVENT_TYPES.get(ev.get("type"), 2)
-                check(rank < 2 or unknown_as_generic, f"Unknown event type: {ev.get('type')}",
-                      "../src/events.cpp:79")
-                out.append(ev)
-    out.sort(key=lambda e: (float(e["timestamp"]), EVENT_TYPES.get(e.get("type"), 2)))
-    return out
-
-
-EVENT_TYPES = {"machine_available": 0, "machine_unavailable": 1}  # Batsim's EventType order; generic = 2

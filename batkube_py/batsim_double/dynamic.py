@@ -14,11 +14,12 @@ and echoed as JOB_SUBMITTED only with `--acknowledge-dynamic-jobs`.
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Any
 
 from . import jsonfmt
-from .errors import BatsimAbort, check
+from .errors import check
+from .loading import job_from_json as checked_job
+from .loading import profile_from_json, split_job_identifier
 from .workload import Job, Workload
 
 if TYPE_CHECKING:
@@ -26,28 +27,7 @@ if TYPE_CHECKING:
 
 P = "../src/protocol.cpp"
 S = "../src/server.cpp"
-J = "../src/jobs.cpp"
 JOB_ERR = "Invalid JSON job submitted by the scheduler"
-
-
-def _is_num(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
-def split_job_identifier(raw: str) -> tuple[str, str]:
-    """`JobIdentifier(string)`: boost::split on '!' with token_compress_on, exactly 2 parts.
-
-    '#' and any other character are allowed ("w0!5#1" is valid); "a!!b" is compressed
-    to ("a", "b"); empty parts are not rejected by Batsim.
-    """
-    parts = re.split("!+", raw)
-    check(
-        len(parts) == 2,
-        f"Invalid string job identifier '{raw}': should be formatted as two '!'-separated "
-        "parts, the second one being any string without '!'. Example: 'some_text!42'.",
-        J,
-    )
-    return parts[0], parts[1]
 
 
 def _string_member(data: dict[str, Any], key: str, idx: int, etype: str) -> str:
@@ -146,73 +126,20 @@ def _register_profile(ctx: Context, wl_name: str, name: str, profile: dict[str, 
     if wl is None:
         wl = Workload(wl_name, "dynamic", [], {})
         ctx.dynamic_workloads[wl_name] = wl
-    if name in wl.profiles:
-        old = jsonfmt.dumps(wl.profiles[name])
-        raise BatsimAbort(
-            f"Invalid profile registration: the profile '{name}' of workload '{wl_name}' that was "
-            f"registered has already been registered (old profile: {old})",
-            S,
-        )
-    ctx.log("server", f"Adding dynamically registered profile {name} to workload {wl_name}")
-    check(
-        isinstance(profile.get("type"), str),
-        f"Invalid JSON profile received from the scheduler: profile "
-        f"'{name}' has no 'type' field (or it is not a string)",
-        "../src/profiles.cpp",
-    )
-    wl.profiles[name] = profile
+    check(name not in wl.table, f"Invalid new profile registration: profile '{name}' already existed in "
+          f"workload '{wl_name}'", f"{P}:1541")  # fmt: skip
+    ctx.log("protocol", f"Adding dynamically registered profile {name} to workload {wl_name}")
+    profile_from_json(name, profile, "Invalid JSON profile received from the scheduler")
+    wl.add_profile(name, profile)
 
 
 def job_from_json(ctx: Context, jid: str, raw: dict[str, Any], wl: Workload) -> Job:
     """`Job::from_json` applied to a dynamically registered job (error prefix JOB_ERR)."""
-    e = JOB_ERR
-    check("id" in raw, f"{e}: one job has no 'id' field", J)
-    rid = raw["id"]
-    check(
-        isinstance(rid, str) or (isinstance(rid, int) and not isinstance(rid, bool)),
-        f"{e}: on job id field is invalid, it should be a string or an integer",
-        J,
-    )
-    sid = str(rid)
-    own = (wl.name, sid) if wl.name not in sid else split_job_identifier(sid)
-    full = f"{own[0]}!{own[1]}"
-    check("subtime" in raw, f"{e}: job '{full}' has no 'subtime' field", J)
-    check(_is_num(raw["subtime"]), f"{e}: job '{full}' has a non-number 'subtime' field", J)
-    walltime = -1.0
-    if "walltime" in raw:
-        check(_is_num(raw["walltime"]), f"{e}: job {full} has a non-number 'walltime' field", J)
-        walltime = float(raw["walltime"])
-    check(
-        walltime == -1 or walltime > 0,
-        f"{e}: job '{full}' has an invalid walltime ({jsonfmt.fmt_g(walltime)})."
-        " It should either be -1 (no walltime) or a strictly positive number.",
-        J,
-    )
-    check("res" in raw, f"{e}: job {full} has no 'res' field", J)
-    check(
-        isinstance(raw["res"], int) and not isinstance(raw["res"], bool),
-        f"{e}: job {full} has a non-number 'res' field",
-        J,
-    )
-    check("profile" in raw, f"{e}: job {full} has no 'profile' field", J)
-    check(isinstance(raw["profile"], str), f"{e}: job {full} has a non-string 'profile' field", J)
+    own, text = checked_job(raw, wl.name, JOB_ERR, wl.table)
+    check(own == "!".join(split_job_identifier(jid)), "Internal error", S)
     prof = raw["profile"]
-    check(prof in wl.profiles, f"{e}: the profile {prof} for job {full} does not exist", J)
-    want = split_job_identifier(jid)
-    check(own == want, "Internal error", S)
-    rewritten = {k: (jid if k == "id" else v) for k, v in raw.items()}
-    return Job(
-        jid,
-        wl.name,
-        want[1],
-        float(raw["subtime"]),
-        int(raw["res"]),
-        walltime,
-        prof,
-        wl.profiles[prof],
-        jsonfmt.dumps(rewritten),
-        len(ctx.jobs),
-    )
+    return Job(jid, wl.name, split_job_identifier(jid)[1], float(raw["subtime"]), raw["res"],
+               float(raw.get("walltime", -1)), prof, wl.profiles[prof], text, len(ctx.jobs))  # fmt: skip
 
 
 def _register_job(ctx: Context, jid: str, raw: Any) -> None:
@@ -230,7 +157,7 @@ def _register_job(ctx: Context, jid: str, raw: Any) -> None:
             n == job.res,
             f"Invalid job {jid}: the requested number of resources ({job.res}) do NOT match the "
             f"number of resources of the associated profile '{job.profile}' ({n})",
-            "../src/workload.cpp",
+            "../src/workload.cpp:167",
         )
     wl.jobs.append(job)
     ctx.jobs[jid] = job

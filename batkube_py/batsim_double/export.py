@@ -37,6 +37,16 @@ def hyphen(ids: list[int]) -> str:
     return str(procset(ids)) if ids else ""
 
 
+NULL_RUNTIME = 1e-5  # Batsim's epsilon for a job that ran in no time (a parallel task with no work)
+
+
+def job_runtime(job: Job) -> float:
+    """The runtime Batsim records (jobs_execution.cpp): the clock difference, or 1e-5 s when it is 0,
+    which then moves the job's finish_time (start + runtime) and the makespan."""
+    runtime = job.finish - job.start
+    return runtime if runtime != 0 else NULL_RUNTIME
+
+
 @dataclass
 class JobsTracer:
     rows: list[str] = field(default_factory=list)
@@ -61,21 +71,22 @@ class JobsTracer:
             self.rejected += 1
             self.rows.append(head + f',,,,,,,,,"{job.metadata}"')
             return
-        runtime = job.finish - job.start
+        runtime = job_runtime(job)
+        finish = job.start + runtime
         wait = job.start - job.subtime
-        turn = job.finish - job.subtime
-        stretch = turn / runtime if runtime > 0 else 0.0
+        turn = finish - job.subtime
+        stretch = turn / runtime
         self.finished += 1
         self.success += job.state == "COMPLETED_SUCCESSFULLY"
         self.killed += job.state in ("COMPLETED_KILLED", "COMPLETED_WALLTIME_REACHED")
-        self.makespan = max(self.makespan, job.finish)
+        self.makespan = max(self.makespan, finish)
         self.sum_wait += wait
         self.sum_turn += turn
         self.sum_slow += stretch
         self.max_wait = max(self.max_wait, wait)
         self.max_turn = max(self.max_turn, turn)
         self.max_slow = max(self.max_slow, stretch)
-        self.rows.append(head + f",{job.start:f},{runtime:f},{job.finish:f},{wait:f},{turn:f},{stretch:f},"
+        self.rows.append(head + f",{job.start:f},{runtime:f},{finish:f},{wait:f},{turn:f},{stretch:f},"
                          f'{hyphen(job.alloc)},-1.000000,"{job.metadata}"')
 
     def jobs_csv(self) -> str:

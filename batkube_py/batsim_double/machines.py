@@ -43,6 +43,9 @@ class Machines:
             if role and role not in ROLES:
                 raise PlatformError(f"Cannot create any role from string description '{role}' existing "
                                     "roles are: compute_node, master, storage, ")
+            check(role not in ("", "compute_node") or host.speed > 0,
+                  f"Invalid platform file '{platform.path}': host '{name}' is a compute node but has an "
+                  "invalid (non-positive) computing speed.", "../src/machines.cpp:241")  # fmt: skip
             if role == "master" and any(r == "master" for r in host_roles.values()):
                 raise BatsimAbort("There are two master hosts...", "../src/machines.cpp:259")
             host_roles[name] = role

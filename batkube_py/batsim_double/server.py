@@ -71,9 +71,7 @@ def server_process(ctx: Context) -> Generator[tuple[Any, ...], Any, None]:
             if ctx.events:
                 yield from _send(ctx)
                 if not ctx.events:  # Workloads::delete_jobs right after the message is generated
-                    for jid in ctx.to_delete:
-                        ctx.jobs.pop(jid, None)
-                    ctx.to_delete.clear()
+                    _delete_jobs(ctx)
             elif is_finished(ctx) and not ctx.end_sent:
                 ctx.log("server", "The simulation seems finished.")
                 ctx.append("SIMULATION_ENDS", "{}")
@@ -165,15 +163,25 @@ def on_execute_job(ctx: Context, msg: tuple[Any, ...]) -> Generator[tuple[Any, .
     return _create_job_actor(ctx, jid, host, job)
 
 
+def _delete_jobs(ctx: Context) -> None:
+    """Workloads::delete_jobs: without --enable-profile-reuse a finished job's profile goes too (its name
+    stays known, as a profile "no longer accessible")."""
+    for jid in ctx.to_delete:
+        job = ctx.jobs.pop(jid, None)
+        wl = find_workload(ctx, job.workload) if job is not None and not ctx.options.profile_reuse else None
+        if wl is not None and job is not None:
+            wl.remove_profile(job.profile)
+    ctx.to_delete.clear()
+
+
 def _sequence_of_total(ctx: Context, job: Any) -> bool:
-    """A composed profile whose every member is parallel_homogeneous_total may run on any number of hosts."""
-    prof = job.profile_data
-    if prof.get("type") != "composed":
+    """A composed profile whose every resolved member is parallel_homogeneous_total may run on any number
+    of hosts (a registered composed profile has no resolved member: vacuously true, as in Batsim)."""
+    if job.profile_data.get("type") != "composed":
         return False
     wl = find_workload(ctx, job.workload)
-    profiles = wl.profiles if wl is not None else {}
-    total = "parallel_homogeneous_total"
-    return all(profiles.get(sub, {}).get("type") == total for sub in prof.get("seq", []))
+    members = wl.sequences.get(job.profile, []) if wl is not None else []
+    return all(sub.get("type") == "parallel_homogeneous_total" for _, sub in members)
 
 
 def _create_job_actor(ctx: Context, jid: str, host: str, job: Any) -> Generator[tuple[Any, ...], Any, None]:

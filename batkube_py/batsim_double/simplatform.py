@@ -14,6 +14,7 @@ import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
+from .errors import BatsimAbort
 from .lmm import Constraint
 from .sharing import Link
 
@@ -22,6 +23,9 @@ _UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9, "ps": 1e-12, "m": 60.0, 
 _BW_UNITS = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12, "ki": 2.0**10, "mi": 2.0**20, "gi": 2.0**30,
              "ti": 2.0**40}
 _SPEED_UNITS = {"f": 1.0, "kf": 1e3, "mf": 1e6, "gf": 1e9, "tf": 1e12, "pf": 1e15, "ef": 1e18}
+
+
+ASSERTION = "simgrid::AssertionError by maestro/0"
 
 
 class PlatformError(Exception):
@@ -110,6 +114,7 @@ class Platform:
     """Parsed platform: all hosts by name plus a latency oracle between them."""
 
     def __init__(self, path: str) -> None:
+        self.path = path
         self.hosts: dict[str, Host] = {}
         self._links: dict[str, Link] = {}
         self.config: dict[str, str] = {}
@@ -249,8 +254,9 @@ class Platform:
             gw_a, gw_b, mid = common.zone_routes[(a_name, b_name)]
         elif (a_name, b_name) in common.routes:
             gw_a, gw_b, mid = src, dst, common.routes[(a_name, b_name)]
-        else:
-            return
+        else:  # SimGrid asserts when a comm or a ptask first needs the route (Batsim aborts then)
+            raise BatsimAbort(f"Bad gateways for route from '{src}' to '{dst}'.",
+                              "./src/xbt/exception.cpp:40", exception=ASSERTION)  # fmt: skip
         counted.extend(mid)
         if gw_a != src and gw_a in self._elem_zone:
             self._global(src, gw_a, links, counted)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
-from .errors import BatsimAbort
+from .errors import BatsimAbort, BatsimCrash
 from .kernel import Exec
 from .lmm import Element, expand
 from .sharing import TCP_GAMMA, Action
@@ -62,13 +62,20 @@ class BatTask:
         return {"profile_name": self.name, "current_task_index": -1}
 
 
-def build_task(profiles: dict[str, dict[str, Any]], name: str, profile: dict[str, Any]) -> BatTask:
-    """initialize_sequential_tasks: a composed profile's leaves, `repeat` times over."""
+def build_task(sequences: dict[str, list[tuple[str, dict[str, Any]]]], name: str,
+               profile: dict[str, Any]) -> BatTask:
+    """initialize_sequential_tasks: a composed profile's leaves, `repeat` times over, from the members
+    resolved when its workload was loaded. A composed profile registered by the decision process has
+    none (Workload::check_validity never ran on it): Batsim 4.2.1 reads past an empty vector there and
+    dies of a segmentation fault, every time."""
     task = BatTask(name, profile)
     if profile.get("type") == "composed":
+        members = sequences.get(name)
+        if members is None:
+            raise BatsimCrash()
         for _ in range(int(profile.get("repeat", 1))):
-            for sub in profile["seq"]:
-                task.sub_tasks.append(build_task(profiles, sub, profiles[sub]))
+            for sub, sub_profile in members:
+                task.sub_tasks.append(build_task(sequences, sub, sub_profile))
     return task
 
 

@@ -198,7 +198,8 @@ def _with_backend(api_cfg, out, body):
 def serve_cmd(endpoint, out, seed, idle_timeout, overwrite, transcript, record, latency, no_request,
               kube_version, **backend) -> None:  # fmt: skip
     """Run the adapter alone, for a Batsim you launch yourself (with --enable-compute-sharing, and
-    --enable-dynamic-jobs --acknowledge-dynamic-jobs so that preempted pods are resubmitted)."""
+    --enable-dynamic-jobs --acknowledge-dynamic-jobs --enable-profile-reuse so that preempted pods are
+    resubmitted, composed profiles included)."""
     config = backend["scheduler_config"]
     api_cfg = _api_config(backend, kube_version)
     version = {"kube_version": kube_version} if kube_version else {}

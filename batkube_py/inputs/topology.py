@@ -31,12 +31,28 @@ def _radical(text: str, where: str) -> list[int]:
     return out
 
 
-def host_labels(platform: Path) -> dict[str, dict[str, str]]:
-    """Host name → its topology labels, for every host and cluster-generated host of the platform."""
+def read_platform(platform: Path) -> ET.Element:
+    """The platform's root element; refused in one line when the file is not a SimGrid XML platform
+    (a workload given as -p is the usual cause), before Batsim aborts on it."""
     try:
         root = ET.parse(platform).getroot()
-    except (ET.ParseError, OSError) as exc:
-        raise PlatformError(f"{platform}: cannot read the platform ({exc})") from None
+    except OSError as exc:
+        raise PlatformError(f"cannot read platform {platform}: {exc.strerror}") from None
+    except ET.ParseError as exc:
+        json_like = platform.read_bytes()[:64].lstrip()[:1] in (b"{", b"[")
+        what = "it reads as JSON (a workload?)" if json_like else f"XML {exc}"
+        raise PlatformError(f"{platform}: not a SimGrid XML platform (swapped -p/-w?): {what}") from None
+    if root.tag != "platform":
+        raise PlatformError(
+            f"{platform}: not a SimGrid XML platform (swapped -p/-w?): its root element is <{root.tag}>, "
+            "not <platform>"
+        )
+    return root
+
+
+def host_labels(platform: Path) -> dict[str, dict[str, str]]:
+    """Host name → its topology labels, for every host and cluster-generated host of the platform."""
+    root = read_platform(platform)
     labels: dict[str, dict[str, str]] = {}
 
     def walk(element: ET.Element, zone: str | None) -> None:

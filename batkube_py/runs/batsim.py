@@ -53,7 +53,8 @@ def batsim_command(batsim: list[str], cfg: RunConfig, endpoint: str, export: Pat
     return [
         *batsim, "-p", str(cfg.platform.resolve()), "-w", str(cfg.workload.resolve()),
         "-e", str(export.resolve()), "-s", endpoint, "--enable-compute-sharing",
-        "--enable-dynamic-jobs", "--acknowledge-dynamic-jobs", *quiet_flag(cfg), *cfg.batsim_args,
+        "--enable-dynamic-jobs", "--acknowledge-dynamic-jobs", "--enable-profile-reuse", *quiet_flag(cfg),
+        *cfg.batsim_args,
     ]  # fmt: skip
 
 
@@ -92,3 +93,22 @@ def interrupt_on_sigterm() -> None:
 
     signal.signal(signal.SIGTERM, handler)
     signal.signal(signal.SIGHUP, handler)
+
+
+_LAST_WORDS = ("[root/CRITICAL] ", "[xbt_exception/CRITICAL] Uncaught exception ", "Assertion `",
+               "Segmentation fault")  # fmt: skip
+
+
+def last_words(stderr: Path) -> str:
+    """What Batsim said as it died (its abort line, an uncaught exception, a library assertion, a crash),
+    for the console: a workload Batsim refuses is named there, not only in batsim.stderr."""
+    try:
+        lines = stderr.read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    for line in reversed(lines):
+        for mark in _LAST_WORDS:
+            if mark in line:
+                return line[line.index(mark):].removeprefix("[root/CRITICAL] ").strip()
+    return ""
+

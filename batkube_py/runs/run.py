@@ -32,7 +32,7 @@ from batkube_py.inputs.queues import QueuesConfig, QueuesError, load_queues
 from batkube_py.protocol.codec import ProtocolError
 from batkube_py.protocol.reply import ReplyRuleError
 from batkube_py.runs import RunError
-from batkube_py.runs.batsim import Terminated, batsim_command, find_batsim, stop_process
+from batkube_py.runs.batsim import Terminated, batsim_command, find_batsim, last_words, stop_process
 from batkube_py.runs.endpoint import Endpoint, EndpointError, PeerGone
 from batkube_py.runs.transcript import TranscriptWriter
 from batkube_py.runs.usage import AdapterUsage, ChildUsage
@@ -192,6 +192,10 @@ def preflight(cfg: RunConfig) -> Checked:
     for what, path in (("platform", cfg.platform), ("workload", cfg.workload)):
         if not path.is_file():
             raise RunError(f"{what} file {path} does not exist")
+    try:
+        topology.read_platform(cfg.platform)
+    except topology.PlatformError as exc:
+        raise RunError(str(exc)) from None
     for what, value in (("--connect-timeout", cfg.connect_timeout), ("--idle-timeout", cfg.idle_timeout)):
         if value is not None and not 0 < value < float("inf"):
             raise RunError(f"{what} must be a positive number of seconds, got {value}")
@@ -271,7 +275,8 @@ def run(
                 )
         except PeerGone as exc:
             rc = batsim_usage.poll()
-            error = f"{exc} (exit code {rc}; see {cfg.out}/batsim.stderr)"
+            said = last_words(cfg.out / "batsim.stderr")
+            error = f"{exc} (exit code {rc}{': ' + said if said else ''}; see {cfg.out}/batsim.stderr)"
         except (ProtocolError, ReplyRuleError) as exc:
             error = f"adapter stopped: {exc}"
         except Terminated as exc:
