@@ -41,10 +41,13 @@ _version = click.option(
 )
 
 
-@controlplane.command("build")
+@controlplane.command(
+    "build",
+    help="Build the pinned etcd / kube-apiserver / kube-scheduler from the Go module proxy (cached); "
+    f"needs `go` on PATH, Go >= {build.GO_MIN} (about 10 minutes, once).",
+)
 @_version
 def build_cmd(kube_version: str | None) -> None:
-    """Build the pinned etcd / kube-apiserver / kube-scheduler from the Go module proxy (cached)."""
     t0 = time.monotonic()
     try:
         bins = build.build(version=kube_version)

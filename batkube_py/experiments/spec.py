@@ -228,6 +228,18 @@ def packaged() -> dict[str, Path]:
     return {p.stem: p for p in sorted(PACKAGED.glob("*.yaml"))}
 
 
+def summary(path: Path) -> tuple[str, list[str]]:
+    """An experiment file's description and the public inputs it names (${data:NAME}), read from its text
+    without loading it: loading would fetch them."""
+    text = path.read_text()
+    try:
+        doc = safeyaml.load_file(path)
+    except safeyaml.YamlError:
+        doc = None
+    description = doc.get("description", "") if isinstance(doc, dict) else ""
+    return " ".join(str(description).split()), sorted(set(_DATA.findall(text)))
+
+
 def locate(name_or_path: str) -> Path:
     """An experiment file as given, or the packaged experiment of that name (`batkube experiment run
     burst`)."""
