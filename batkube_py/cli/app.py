@@ -121,12 +121,15 @@ def _embedded_options(f):
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: when on a terminal).")
 @click.option("--batsim-log", is_flag=True,
               help="Let Batsim log every message to batsim.stderr (default: Batsim runs with -q).")
+@click.option("--strict", is_flag=True,
+              help="Refuse a workload whose jobs or profiles have fields nothing reads (a misspelt `cpus`); "
+              "default: warn on the console, in batkube.log and in summary.json, and ignore them.")
 @_transcript_option
 @guard_options
 @_embedded_options
 @backend_options
-def run_cmd(platform, workload, out, seed, batsim, batsim_args, progress, batsim_log, transcript, record,
-            latency, no_request, kube_version, overwrite, connect_timeout, idle_timeout,
+def run_cmd(platform, workload, out, seed, batsim, batsim_args, progress, batsim_log, strict, transcript,
+            record, latency, no_request, kube_version, overwrite, connect_timeout, idle_timeout,
             **backend) -> None:  # fmt: skip
     """Simulate PLATFORM running WORKLOAD with Batsim and the embedded kube-scheduler twin."""
     cfg = RunConfig(
@@ -134,7 +137,7 @@ def run_cmd(platform, workload, out, seed, batsim, batsim_args, progress, batsim
         progress=sys.stderr.isatty() if progress is None else progress, record_decisions=record,
         startup_latency=latency, scheduler_config=backend["scheduler_config"],
         connect_timeout=connect_timeout, idle_timeout=idle_timeout, transcript=transcript,
-        batsim_log=batsim_log, no_request=no_request,
+        batsim_log=batsim_log, no_request=no_request, strict=strict,
         **({"kube_version": kube_version} if kube_version else {}),
     )  # fmt: skip
     _report(run_claimed(cfg, _api_config(backend, kube_version), overwrite))
@@ -153,6 +156,9 @@ def run_claimed(cfg: RunConfig, api_cfg, overwrite: bool) -> dict:
     interrupt_on_sigterm()
     try:
         checked = preflight(cfg)  # before the directory is claimed (and, with --overwrite, emptied)
+        for line in checked.unknown:
+            click.echo(f"batkube: warning: workload {cfg.workload}: {line}: ignored (--strict refuses it)",
+                       err=True)  # fmt: skip
         with rundir.claimed(cfg.out, checked.inputs(cfg), overwrite):
             return _with_backend(api_cfg, cfg.out, lambda factory: run(cfg, factory, checked))
     except (RunError, rundir.RunDirError) as exc:

@@ -20,6 +20,7 @@ from typing import Any
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from batkube_py import __version__
+from batkube_py.adapter import fields
 from batkube_py.adapter.decision import BackendFactory, DecisionProcess
 from batkube_py.adapter.norequest import NoRequest
 from batkube_py.adapter.outputs import RunOutputs
@@ -58,6 +59,7 @@ class RunConfig:
     transcript: Path | None = None  # every message and reply, raw (batkube_py.runs.transcript)
     batsim_log: bool = False  # Batsim's own log of every message (off: Batsim runs with -q)
     no_request: str = "exclusive"  # what a job without a cpu request asks for (norequest.py)
+    strict: bool = False  # refuse a workload with job or profile fields nothing reads (adapter/fields.py)
     kube_version: KubeVersion = DEFAULT_KUBE_VERSION  # the kube-scheduler release the embedded twin follows
 
 
@@ -68,6 +70,7 @@ class Checked:
     total: int
     startup: StartupLatency | None
     batsim: list[str]
+    unknown: list[str] = field(default_factory=list)  # the workload's unknown fields, one line each
 
     def inputs(self, cfg: RunConfig) -> dict[str, Path | None]:
         return {"platform": cfg.platform, "workload": cfg.workload, "scheduler config": cfg.scheduler_config}
@@ -104,7 +107,9 @@ def _latency(spec: str | None, seed: int) -> StartupLatency | None:
         raise RunError(str(exc)) from None
 
 
-def count_jobs(workload: Path) -> int:
+def read_workload(workload: Path) -> dict[str, Any]:
+    """The workload's JSON, checked to be one (Batsim reads it again: the adapter gets its jobs from
+    Batsim's messages)."""
     try:
         doc = json.loads(workload.read_bytes().decode("utf-8"))
     except OSError as exc:
@@ -119,7 +124,17 @@ def count_jobs(workload: Path) -> int:
         raise RunError(f"workload {workload} is nested too deeply to be a Batsim workload") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("jobs"), list):
         raise RunError(f"workload {workload}: expected an object with a 'jobs' array (Batsim workload)")
-    return len(doc["jobs"])
+    return doc
+
+
+def unknown_fields(workload: Path, doc: dict[str, Any], strict: bool) -> list[str]:
+    """The workload's unknown job and profile fields, one line each; under --strict the first one is an
+    error before anything starts."""
+    lines = [u.message() for u in fields.unknown_fields(doc)]
+    if lines and strict:
+        more = f" (and {len(lines) - 1} more unknown field(s))" if len(lines) > 1 else ""
+        raise RunError(f"workload {workload}: {lines[0]}{more}; --strict refuses fields nothing reads")
+    return lines
 
 
 def open_transcript(path: Path | None) -> TranscriptWriter | None:
@@ -168,7 +183,11 @@ def preflight(cfg: RunConfig) -> Checked:
     for what, value in (("--connect-timeout", cfg.connect_timeout), ("--idle-timeout", cfg.idle_timeout)):
         if value is not None and not 0 < value < float("inf"):
             raise RunError(f"{what} must be a positive number of seconds, got {value}")
-    return Checked(count_jobs(cfg.workload), _latency(cfg.startup_latency, cfg.seed), find_batsim(cfg.batsim))
+    doc = read_workload(cfg.workload)
+    unknown = unknown_fields(cfg.workload, doc, cfg.strict)
+    return Checked(
+        len(doc["jobs"]), _latency(cfg.startup_latency, cfg.seed), find_batsim(cfg.batsim), unknown
+    )
 
 
 def platform_labels(platform: Path) -> dict[str, dict[str, str]]:
@@ -199,6 +218,8 @@ def run(
         outputs = RunOutputs(cfg.out)
     except OSError as exc:
         raise RunError(f"cannot write in output directory {cfg.out}: {exc.strerror}") from None
+    for line in checked.unknown:
+        log.warning("workload %s: %s: ignored", cfg.workload, line)
     try:
         transcript = open_transcript(cfg.transcript)
     except RunError:
@@ -276,6 +297,7 @@ def run(
         batkube_version=__version__,
         platform=str(cfg.platform),
         workload=str(cfg.workload),
+        unknown_fields=checked.unknown,
     )
     outputs.summary(summary)
     if error:
