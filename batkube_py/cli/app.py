@@ -16,6 +16,7 @@ try:
     import click
 
     from batkube_py import __version__
+    from batkube_py.cli.examples import InputFile, used
     from batkube_py.cli.params import MAX_JOBS, MAX_NODES, SECONDS, Finite, guard_options
     from batkube_py.cli.util import CONTEXT, Quantity, fixed, out_option, short_help_everywhere
     from batkube_py.controlplane.cli import apiserver_config, backend_options, controlplane
@@ -110,8 +111,10 @@ def _embedded_options(f):
 
 
 @main.command("run")
-@click.option("--platform", "-p", type=_file, required=True, help="SimGrid platform XML.")
-@click.option("--workload", "-w", type=_file, required=True, help="Batsim JSON workload.")
+@click.option("--platform", "-p", type=InputFile(), required=True,
+              help="SimGrid platform XML (README's platforms/... come with batkube-py when not here).")
+@click.option("--workload", "-w", type=InputFile(), required=True,
+              help="Batsim JSON workload (README's workloads/... come with batkube-py when not here).")
 @click.option("--out", "-o", type=_path, required=True, help="Run directory for every output.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the scheduler's tie-breaking.")
 @click.option("--batsim", default=None,
@@ -137,7 +140,7 @@ def run_cmd(platform, workload, out, seed, batsim, batsim_args, progress, batsim
         progress=sys.stderr.isatty() if progress is None else progress, record_decisions=record,
         startup_latency=latency, scheduler_config=backend["scheduler_config"],
         connect_timeout=connect_timeout, idle_timeout=idle_timeout, transcript=transcript,
-        batsim_log=batsim_log, no_request=no_request, strict=strict,
+        batsim_log=batsim_log, no_request=no_request, strict=strict, notes=tuple(used),
         **({"kube_version": kube_version} if kube_version else {}),
     )  # fmt: skip
     _report(run_claimed(cfg, _api_config(backend, kube_version), overwrite))

@@ -60,6 +60,7 @@ class RunConfig:
     batsim_log: bool = False  # Batsim's own log of every message (off: Batsim runs with -q)
     no_request: str = "exclusive"  # what a job without a cpu request asks for (norequest.py)
     strict: bool = False  # refuse a workload with job or profile fields nothing reads (adapter/fields.py)
+    notes: Sequence[str] = ()  # choices made for the user before the run (an example input from the package)
     kube_version: KubeVersion = DEFAULT_KUBE_VERSION  # the kube-scheduler release the embedded twin follows
 
 
@@ -218,6 +219,8 @@ def run(
         outputs = RunOutputs(cfg.out)
     except OSError as exc:
         raise RunError(f"cannot write in output directory {cfg.out}: {exc.strerror}") from None
+    for line in cfg.notes:
+        log.info("%s", line)
     for line in checked.unknown:
         log.warning("workload %s: %s: ignored", cfg.workload, line)
     try:
@@ -298,6 +301,7 @@ def run(
         platform=str(cfg.platform),
         workload=str(cfg.workload),
         unknown_fields=checked.unknown,
+        input_notes=list(cfg.notes),
     )
     outputs.summary(summary)
     if error:
