@@ -130,6 +130,7 @@ def apiserver_session(cfg: ApiServerConfig, run_dir: Path | None = None) -> Iter
         else:
             cluster = ApiServerCluster(nodes, api, sync, scheduler_names=names or None, kube_names=kube_names)
         cluster.facts = {"sync_policy": sync.policy, "kubernetes_version": version}
+        cluster.disposable = started is not None and not cfg.keep_controlplane
         clusters.append(cluster)
         return cluster
 

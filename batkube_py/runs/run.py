@@ -237,6 +237,7 @@ def run(
     (cfg.out / "batsim_cmdline.txt").write_text(" ".join(cmd) + "\n")
     start = time.perf_counter()
     error: str | None = None
+    interrupted = False
     with open(cfg.out / "batsim.stdout", "wb") as so, open(cfg.out / "batsim.stderr", "wb") as se:
         try:
             # a session of its own: stopping the run stops Batsim and anything it started, as one group
@@ -269,9 +270,9 @@ def run(
         except (ProtocolError, ReplyRuleError) as exc:
             error = f"adapter stopped: {exc}"
         except Terminated as exc:
-            error = f"stopped by {exc}"
+            error, interrupted = f"stopped by {exc}", True
         except KeyboardInterrupt:
-            error = "interrupted"
+            error, interrupted = "interrupted", True
         except subprocess.TimeoutExpired:
             error = "Batsim did not exit within 120 s after SIMULATION_ENDS"
         except Exception as exc:  # a bug: the run still ends cleanly, with the reason and every output
@@ -285,7 +286,7 @@ def run(
             if transcript is not None:
                 transcript.close()
             if process.backend is not None:
-                process.backend.close()
+                process.backend.close(interrupted)
     if error is None and process.fatal is not None:
         error = process.fatal
     summary = process.summary()
@@ -347,15 +348,16 @@ def serve(
           file=sys.stderr, flush=True)  # fmt: skip
     start = time.perf_counter()
     error = None
+    interrupted = False
     try:
         endpoint.serve(process, idle_timeout=idle_timeout, connect_timeout=idle_timeout,
                        transcript=transcript.record if transcript is not None else None)  # fmt: skip
     except (PeerGone, ProtocolError, ReplyRuleError) as exc:
         error = str(exc)
     except Terminated as exc:
-        error = f"stopped by {exc}"
+        error, interrupted = f"stopped by {exc}", True
     except KeyboardInterrupt:
-        error = "interrupted"
+        error, interrupted = "interrupted", True
     except Exception as exc:  # a bug: end with the reason and the outputs so far
         log.exception("adapter error")
         error = f"adapter error: {type(exc).__name__}: {exc}"
@@ -366,7 +368,7 @@ def serve(
         if transcript is not None:
             transcript.close()
         if process.backend is not None:
-            process.backend.close()
+            process.backend.close(interrupted)
     summary = process.summary()
     summary.update(
         error=error or process.fatal, wall_seconds=round(time.perf_counter() - start, 3), seed=seed,
