@@ -32,6 +32,19 @@ def _f(value: object) -> float | None:
     return None if np.isnan(v) else v
 
 
+def clock_note(metrics: dict, summary: dict | None, partial: bool) -> str | None:
+    """Why analyze's waits differ from summary.json's: two clocks of one run. Batsim's out_jobs.csv times
+    a job on the platform (it starts once the EXECUTE_JOB message has crossed the platform's network);
+    the adapter's pods.csv and summary.json time its messages (EXECUTE_JOB sent, JOB_COMPLETED read)."""
+    ours = metrics.get("mean_waiting_time")
+    theirs = (summary or {}).get("mean_waiting_time")
+    if partial or ours is None or theirs is None or abs(ours - theirs) < 1e-9:
+        return None
+    return (f"waits and times here are Batsim's (out_jobs.csv: each job on the platform); summary.json's "
+            f"mean_waiting_time {theirs:.6g} is the adapter's (pods.csv: EXECUTE_JOB sent, JOB_COMPLETED "
+            f"read), {ours - theirs:+.3g} s a job apart")  # fmt: skip
+
+
 def job_metrics(jobs: pd.DataFrame, bsld_tau: float = 10.0) -> dict[str, float | int | None]:
     """Job-level metrics from out_jobs.csv alone (works for any Batsim or thesis run)."""
     started = jobs[jobs["starting_time"].notna() & (jobs["state"] != "rejected")]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import gc
 import importlib
 import json
@@ -61,9 +62,9 @@ def main() -> None:
     """Kubernetes scheduling on Batsim-simulated clusters."""
 
 
-def _report(summary: dict) -> None:
+def _report(summary: dict, out: Path | None) -> None:
     """The run's figures on success; on failure only what failed and what was kept, so that a stopped run
-    cannot be mistaken for a finished one."""
+    cannot be mistaken for a finished one. Rejected jobs are pointed to, with the first one's reason."""
     if summary.get("error"):
         ended = summary.get("jobs_total", 0) - summary.get("jobs_unfinished", 0)
         raise click.ClickException(
@@ -79,6 +80,20 @@ def _report(summary: dict) -> None:
         "over_allocations",
     )
     click.echo(" ".join(f"{k}={fixed(summary[k])}" for k in keys))
+    if summary.get("jobs_rejected"):
+        click.echo(f"batkube: {summary['jobs_rejected']} job(s) rejected: {_first_rejection(out)}", err=True)
+
+
+def _first_rejection(out: Path | None) -> str:
+    if out is None:
+        return "run with -o DIR to keep rejected.csv, which says why"
+    try:
+        with open(out / "rejected.csv", newline="") as f:
+            row = next(csv.DictReader(f))
+    except (OSError, StopIteration):
+        return f"see {out / 'rejected.csv'}"
+    return (f"see {out / 'rejected.csv'} (first: job {row['job_id']}, {row['field']} = {row['value']}, "
+            f"expected {row['expected']})")  # fmt: skip
 
 
 def _transcript_option(f):
@@ -143,7 +158,7 @@ def run_cmd(platform, workload, out, seed, batsim, batsim_args, progress, batsim
         batsim_log=batsim_log, no_request=no_request, strict=strict, notes=tuple(used),
         **({"kube_version": kube_version} if kube_version else {}),
     )  # fmt: skip
-    _report(run_claimed(cfg, _api_config(backend, kube_version), overwrite))
+    _report(run_claimed(cfg, _api_config(backend, kube_version), overwrite), cfg.out)
 
 
 def _api_config(backend: dict, kube_version: str | None):
@@ -220,7 +235,7 @@ def serve_cmd(endpoint, out, seed, idle_timeout, overwrite, transcript, record, 
                 summary = _with_backend(api_cfg, out, body)
     except (RunError, rundir.RunDirError) as exc:
         raise click.ClickException(str(exc)) from None
-    _report(summary)
+    _report(summary, out)
 
 
 def _write(text: str, output: Path | None, what: str) -> None:

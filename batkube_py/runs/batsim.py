@@ -38,6 +38,26 @@ def find_batsim(batsim: str | None) -> list[str]:
     return [str(Path(path).resolve())]
 
 
+def describe(cmd: list[str]) -> dict[str, str]:
+    """Which simulator ran, for summary.json: the packaged double (also behind an executable that is a
+    Python script starting it, as `batsim-double` is), else a real Batsim and the version it reports."""
+    double = cmd[1:] == ["-m", "batkube_py.batsim_double"]
+    if not double:
+        try:
+            with open(cmd[0], "rb") as f:
+                double = b"batkube_py.batsim_double" in f.read(4096)
+        except OSError:
+            pass
+    if double:
+        return {"simulator": "Batsim 4.2.1 double (batkube-py)", "simulator_command": " ".join(cmd)}
+    try:
+        out = subprocess.run([*cmd, "--version"], capture_output=True, text=True, timeout=30)
+        version = out.stdout.strip().splitlines()[-1] if out.returncode == 0 and out.stdout.strip() else "?"
+    except (OSError, subprocess.TimeoutExpired):
+        version = "?"
+    return {"simulator": f"real Batsim {version}", "simulator_command": " ".join(cmd)}
+
+
 _VERBOSITY = ("-q", "--quiet", "-v", "--verbosity")
 
 

@@ -30,7 +30,7 @@ from batkube_py.inputs import topology
 from batkube_py.protocol.codec import ProtocolError
 from batkube_py.protocol.reply import ReplyRuleError
 from batkube_py.runs import RunError
-from batkube_py.runs.batsim import Terminated, batsim_command, find_batsim, stop_process
+from batkube_py.runs.batsim import Terminated, batsim_command, describe, find_batsim, stop_process
 from batkube_py.runs.endpoint import Endpoint, EndpointError, PeerGone
 from batkube_py.runs.transcript import TranscriptWriter
 from batkube_py.runs.usage import AdapterUsage, ChildUsage
@@ -301,6 +301,7 @@ def run(
         batkube_version=__version__,
         platform=str(cfg.platform),
         workload=str(cfg.workload),
+        **describe(batsim),
         unknown_fields=checked.unknown,
         input_notes=list(cfg.notes),
     )
