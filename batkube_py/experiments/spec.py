@@ -152,6 +152,9 @@ class Table(_Model):
     metrics: list[str] = ["makespan", "mean_waiting_time"]
     digits: int = Field(1, ge=0, le=6)
     compare: bool = Field(True, description="full per-case comparison (loads every run; off for scale)")
+    across_cases: bool = Field(
+        False, description="also overlay the cases in one comparison (OUT/cases/): same jobs, other shapes"
+    )
 
 
 class Experiment(_Model):
