@@ -62,3 +62,24 @@ def test_a_file_that_is_here_wins_and_an_unknown_missing_one_is_refused(tmp_path
     assert examples.InputFile().convert(str(mine), None, None) == mine
     with pytest.raises(click.BadParameter, match="does not exist"):
         examples.InputFile().convert("platforms/cluster_17x1core.xml", None, None)
+
+
+def test_notes_belong_to_the_command_that_took_a_packaged_input(tmp_path: Path, monkeypatch) -> None:
+    """Two commands in one process (CliRunner): the second, on files of its own, notes nothing."""
+    from click.testing import CliRunner
+
+    from batkube_py.cli.app import main
+
+    monkeypatch.setenv("BATKUBE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    args = ["run", "-w", "workloads/spaced_200_delay170.json", "--batsim", "double", "--no-progress"]
+    first = CliRunner().invoke(main, [*args, "-p", "platforms/cluster_16x1core.xml", "-o", "a"])
+    assert first.exit_code == 0, first.output
+    assert len(json.loads((tmp_path / "a" / "summary.json").read_text())["input_notes"]) == 2
+    (tmp_path / "mine.xml").write_bytes((ROOT / "platforms" / "cluster_16x1core.xml").read_bytes())
+    (tmp_path / "workloads").mkdir()
+    (tmp_path / "workloads" / "spaced_200_delay170.json").write_bytes(
+        (ROOT / "workloads" / "spaced_200_delay170.json").read_bytes())  # fmt: skip
+    second = CliRunner().invoke(main, [*args, "-p", "mine.xml", "-o", "b"])
+    assert second.exit_code == 0, second.output
+    assert json.loads((tmp_path / "b" / "summary.json").read_text())["input_notes"] == []

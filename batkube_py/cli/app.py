@@ -17,7 +17,7 @@ try:
     import click
 
     from batkube_py import __version__
-    from batkube_py.cli.examples import InputFile, used
+    from batkube_py.cli.examples import NOTES, InputFile
     from batkube_py.cli.params import MAX_JOBS, MAX_NODES, SECONDS, Finite, guard_options
     from batkube_py.cli.util import CONTEXT, Quantity, fixed, out_option, short_help_everywhere
     from batkube_py.controlplane.cli import apiserver_config, backend_options, controlplane
@@ -155,7 +155,8 @@ def run_cmd(platform, workload, out, seed, batsim, batsim_args, progress, batsim
         progress=sys.stderr.isatty() if progress is None else progress, record_decisions=record,
         startup_latency=latency, scheduler_config=backend["scheduler_config"],
         connect_timeout=connect_timeout, idle_timeout=idle_timeout, transcript=transcript,
-        batsim_log=batsim_log, no_request=no_request, strict=strict, notes=tuple(used),
+        batsim_log=batsim_log, no_request=no_request, strict=strict,
+        notes=tuple(click.get_current_context().meta.get(NOTES, ())),
         **({"kube_version": kube_version} if kube_version else {}),
     )  # fmt: skip
     _report(run_claimed(cfg, _api_config(backend, kube_version), overwrite), cfg.out)

@@ -31,7 +31,7 @@ EXAMPLES = {
         "workload", "spaced", "--jobs", "200", "--delay", "170", "--interval", "10", "--cpu", "1",
     ],
 }  # fmt: skip
-used: list[str] = []  # what this process took from the package: one line each, for the run's log
+NOTES = "batkube.input_notes"  # the click context's meta key: what this command took from the package
 
 
 def generate(name: str, dest: Path) -> None:
@@ -45,9 +45,9 @@ def generate(name: str, dest: Path) -> None:
     os.replace(tmp, dest)
 
 
-def packaged(value: str) -> Path | None:
+def packaged(value: str, notes: list[str] | None = None) -> Path | None:
     """The packaged copy of the example `value` names, generated once into the cache; None if `value`
-    names none."""
+    names none. What was used is said on stderr and appended to `notes` (for the run's log)."""
     name = Path(value).as_posix().removeprefix("./")
     if name not in EXAMPLES:
         return None
@@ -57,7 +57,8 @@ def packaged(value: str) -> Path | None:
     line = (f"{value} is not in {Path.cwd()}: using batkube-py's packaged example {dest} (written by "
             f"`batkube {' '.join(EXAMPLES[name])}`)")  # fmt: skip
     click.echo(f"batkube: {line}", err=True)
-    used.append(line)
+    if notes is not None:
+        notes.append(line)
     return dest
 
 
@@ -69,7 +70,8 @@ class InputFile(click.Path):
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, str | Path) and not os.path.exists(value):
-            found = packaged(str(value))
+            notes = ctx.meta.setdefault(NOTES, []) if ctx is not None else None
+            found = packaged(str(value), notes)
             if found is not None:
                 return found
         return super().convert(value, param, ctx)
