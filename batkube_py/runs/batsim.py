@@ -4,6 +4,7 @@ line, and stopping it (or the run) on a signal without losing what was computed.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -38,9 +39,10 @@ def find_batsim(batsim: str | None) -> list[str]:
     return [str(Path(path).resolve())]
 
 
-def describe(cmd: list[str]) -> dict[str, str]:
+def describe(cmd: list[str], stderr: Path) -> dict[str, str]:
     """Which simulator ran, for summary.json: the packaged double (also behind an executable that is a
-    Python script starting it, as `batsim-double` is), else a real Batsim and the version it reports."""
+    Python script starting it, as `batsim-double` is), else a real Batsim and the version its log states
+    (never by running it again: an executable that is not Batsim could do anything with `--version`)."""
     double = cmd[1:] == ["-m", "batkube_py.batsim_double"]
     if not double:
         try:
@@ -51,11 +53,15 @@ def describe(cmd: list[str]) -> dict[str, str]:
     if double:
         return {"simulator": "Batsim 4.2.1 double (batkube-py)", "simulator_command": " ".join(cmd)}
     try:
-        out = subprocess.run([*cmd, "--version"], capture_output=True, text=True, timeout=30)
-        version = out.stdout.strip().splitlines()[-1] if out.returncode == 0 and out.stdout.strip() else "?"
-    except (OSError, subprocess.TimeoutExpired):
-        version = "?"
+        with open(stderr, "rb") as f:
+            found = _VERSION.search(f.read(1 << 16))
+    except OSError:
+        found = None
+    version = found[1].decode(errors="replace") if found else "(version not in its log)"
     return {"simulator": f"real Batsim {version}", "simulator_command": " ".join(cmd)}
+
+
+_VERSION = re.compile(rb"\[batsim/INFO\] Batsim version: (\S+)")
 
 
 _VERBOSITY = ("-q", "--quiet", "-v", "--verbosity")

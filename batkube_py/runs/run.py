@@ -301,7 +301,7 @@ def run(
         batkube_version=__version__,
         platform=str(cfg.platform),
         workload=str(cfg.workload),
-        **describe(batsim),
+        **describe(batsim, cfg.out / "batsim.stderr"),
         unknown_fields=checked.unknown,
         input_notes=list(cfg.notes),
     )
