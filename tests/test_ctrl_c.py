@@ -21,7 +21,7 @@ from apiserver_support import require_binaries
 from batkube_py.inputs import platforms, workloads
 
 ROOT = Path(__file__).resolve().parents[1]
-QUICK = 15.0  # s from Ctrl-C to exit; the real backend also stops its own control plane in that time
+QUICK = 20.0  # s from Ctrl-C to exit: the real backend also stops its own control plane (1.5-10 s loaded)
 
 
 def _inputs(tmp: Path, jobs: int, interval: float) -> tuple[Path, Path]:
