@@ -118,3 +118,32 @@ def test_real_backend_run_stops_within_seconds_on_ctrl_c(tmp_path: Path) -> None
     took, err = _ctrl_c(proc)
     _stopped_and_kept(out, took, err, proc.returncode)
     assert "left to the run's own control plane" in log.read_text()
+
+
+def _ours(directory: Path) -> list[str]:
+    """Processes whose command line names `directory` (a control plane started there)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            argv = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if proc.name.isdigit() and f"={directory}/" in argv:  # etcd's --data-dir, the apiserver's certs
+            found.append(f"{proc.name}: {argv[:120]}")
+    return found
+
+
+def test_ctrl_c_while_the_run_starts_its_control_plane_leaves_nothing_running(tmp_path: Path) -> None:
+    require_binaries()
+    p, w = _inputs(tmp_path, 10, 1)
+    out = tmp_path / "starting"
+    proc = _start(["run", "-p", str(p), "-w", str(w), "-o", str(out), "--batsim", "double", "--no-progress",
+                   "--backend", "apiserver"], tmp_path)  # fmt: skip
+    _until("starting etcd", lambda: (out / "controlplane" / "etcd.log").exists(), proc, 120)
+    took, err = _ctrl_c(proc)
+    assert took < QUICK and proc.returncode != 0, err
+    time.sleep(0.5)
+    left = _ours(out / "controlplane")
+    for line in left:  # not left behind by a failing test either
+        os.kill(int(line.split(":")[0]), signal.SIGKILL)
+    assert left == []
