@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# What a wheel user gets: build the wheel, install it into a fresh venv outside the checkout, and from a
-# directory that is not the checkout run README.md's first command on inputs the installed package
-# generates (compared with the repository's copies), then `batkube controlplane build --help`.
+# What a wheel user gets: build the wheel, install it into a fresh venv outside the checkout, and from an
+# empty directory that is not the checkout run README.md's first command verbatim (its platforms/ and
+# workloads/ come with the package), then on inputs the installed package generates (compared with the
+# repository's copies), then `batkube controlplane build --help`.
 # No `batsim` on that PATH: `batkube run` falls back to the packaged Batsim double.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -13,6 +14,16 @@ trap 'rm -rf "$work"' EXIT
 "$work/venv/bin/pip" install -q "$work"/dist/batkube_py-*.whl
 cd "$work"
 export PATH="$work/venv/bin:/usr/bin:/bin"
+# README's first command verbatim in an empty folder: its example inputs come with the package
+mkdir first && (cd first && BATKUBE_CACHE="$work/cache" bash -c "$(sed -n '/^```bash$/{n;p;q}' "$repo/README.md" \
+  | sed 's/^.* && batkube run /batkube run /')" > run.txt 2> err.txt)
+grep -q '^makespan=2210.35 mean_waiting_time=979.376 ' first/run.txt
+grep -q "platforms/cluster_16x1core.xml is not in .*: using batkube-py's packaged example" first/err.txt
+grep -q "workloads/burst_200_delay170.json is not in .*: using batkube-py's packaged example" \
+  first/runs/burst/batkube.log
+test "$(ls first)" = "err.txt
+run.txt
+runs"
 mkdir platforms workloads
 batkube platform --nodes 16 --cores 1 --memory 4Gi -o platforms/cluster_16x1core.xml
 batkube workload burst --jobs 200 --delay 170 --cpu 1 -o workloads/burst_200_delay170.json

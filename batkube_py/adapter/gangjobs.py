@@ -48,6 +48,7 @@ class Gang:
 
 
 POLICIES = ("gang", "basic")
+FIELDS = ("onePodPerNode", "groupTopology", "groupPolicy")  # a group's job (or profile) fields
 
 
 def group_fields(

@@ -70,6 +70,8 @@ def summary(records: Iterable[PodRecord], nodes: Iterable[client.V1Node] = ()) -
         "max_group_size": max((r.group_size for r in gangs), default=0),
         "mean_gang_wait": sum(gang_waits) / len(gang_waits) if gang_waits else 0.0,
         "max_gang_wait": max(gang_waits, default=0.0),
+        # the adapter's clock (EXECUTE_JOB sent, JOB_COMPLETED read); `batkube analyze` reads Batsim's
+        "times_from": "pods.csv: the adapter's (EXECUTE_JOB sent, JOB_COMPLETED read), not out_jobs.csv",
         "makespan": max(finished, default=0.0),
         "mean_waiting_time": sum(waits) / len(waits) if waits else 0.0,
         "max_waiting_time": max(waits, default=0.0),

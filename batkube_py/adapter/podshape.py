@@ -44,7 +44,7 @@ def _field(job: dict, profile: dict, key: str) -> tuple[str, Any]:
 
 
 # Job fields that shape the pod; a job holding none of them gets its pod from its profile alone.
-_JOB_KEYS = frozenset({"cpu", "memory", "extendedResources", "resources", "scheduler", "priority", "labels",
+JOB_KEYS = frozenset({"cpu", "memory", "extendedResources", "resources", "scheduler", "priority", "labels",
                        "nodeSelector", "tolerations", "affinity", "topologySpreadConstraints"})  # fmt: skip
 # Profiles a job may have: Batsim runs them (the double too); for the parallel ones `cpu` is flops per
 # executor, so the pod's cpu request comes from the job's `cpu` or the profile's `cpu_req`.
@@ -55,7 +55,7 @@ CANNOT = {
     "recv": "scheduler messages",
 }  # fmt: skip
 SEQ_TYPES = "__seq_types"  # a composed profile's leaf types, added by job_profile
-_SHAPE_KEYS = ("type", "cpu_req", SEQ_TYPES, *sorted(_JOB_KEYS))  # every profile field _checked reads
+_SHAPE_KEYS = ("type", "cpu_req", SEQ_TYPES, *sorted(JOB_KEYS))  # every profile field _checked reads
 _SHAPES_MAX = 4096
 MAX_GROUP = 100_000  # a sanity bound on a job's pods: each is an object of the cluster
 
@@ -134,7 +134,7 @@ def pod_shape(job_id: str, job: dict[str, Any] | None, profile: dict[str, Any] |
     kept), so a profile changed in place is checked afresh.
     """
     res = job.get("res") if job is not None else None
-    if job is None or profile is None or not hosts_ok(res) or not _JOB_KEYS.isdisjoint(job):
+    if job is None or profile is None or not hosts_ok(res) or not JOB_KEYS.isdisjoint(job):
         return _checked(job_id, job, profile)
     try:
         key = orjson.dumps([profile.get(k) for k in _SHAPE_KEYS])

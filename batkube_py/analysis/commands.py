@@ -17,6 +17,7 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeEl
 from batkube_py.analysis import compare as cmp
 from batkube_py.analysis.figures import render_all
 from batkube_py.analysis.loading import AnalysisError, load_run
+from batkube_py.analysis.metrics import clock_note
 from batkube_py.analysis.report import attach_platform, check_against_schedule, compute_metrics, write_metrics
 
 SUMMARY_KEYS = (
@@ -151,7 +152,8 @@ def analyze(
             metrics = compute_metrics(run, bsld_tau)
             if not no_figures:
                 render_all(run, metrics, out, step)
-            metrics["notes"] = list(dict.fromkeys(run.notes))
+            note = clock_note(metrics, run.summary, any(n.startswith("partial run") for n in run.notes))
+            metrics["notes"] = list(dict.fromkeys([*run.notes, *([note] if note else [])]))
             write_metrics(metrics, out)
         if run.schedule is not None:
             for key, (ours, batsim) in check_against_schedule(metrics, run.schedule).items():

@@ -64,7 +64,7 @@ def overlay_timeseries(groups: list[Group]) -> Figure:
             )
             label = short_label(f"{g.label} ({len(g.runs)} runs)") if j == 0 else None
             for ax, s in zip((run_ax, queue_ax), series, strict=True):
-                s = m.instant_ends(s)
+                s = m.plotted(s)
                 ax.step(s["time"], s["value"], where="post", color=color, alpha=alpha, lw=0.8, label=label)
     run_ax.set_ylabel("running jobs")
     queue_ax.set_ylabel("queued jobs")

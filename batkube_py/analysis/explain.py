@@ -60,8 +60,10 @@ class Explanation(BaseModel):
     job_id: str
     profile: str
     verdict: str
-    final: dict[str, str] | None = None  # the pod's pods.csv row
+    final: dict[str, str] | None = None  # the pod's pods.csv row (a group's: its nodes, all of them)
     attempts: list[Attempt]
+    group: list[str] = []  # a pod group's pods, in executor order
+    overtaken: list[str] = []  # why pods submitted after it were bound before it, one line each
 
     @property
     def bound(self) -> Attempt | None:
@@ -74,7 +76,8 @@ class Explanation(BaseModel):
 
 def _matches(obj: dict, query: str) -> bool:
     job = str(obj.get("job_id", ""))
-    return query in (obj.get("pod"), job) or ("!" not in query and job.rpartition("!")[2] == query)
+    return (query in (obj.get("pod"), job, obj.get("group")) or query in (obj.get("members") or ())
+            or ("!" not in query and job.rpartition("!")[2] == query))  # fmt: skip
 
 
 def read_attempts(path: Path, query: str) -> list[Attempt]:
@@ -103,11 +106,76 @@ def read_attempts(path: Path, query: str) -> list[Attempt]:
     return found
 
 
-def _csv_row(path: Path, query: str) -> dict[str, str] | None:
+def _csv_rows(path: Path) -> list[dict[str, str]]:
     if not path.exists():
-        return None
+        return []
     with path.open(newline="", encoding="utf-8") as fh:
-        return next((row for row in csv.DictReader(fh) if _matches(row, query)), None)
+        return list(csv.DictReader(fh))
+
+
+def _csv_row(path: Path, query: str) -> dict[str, str] | None:
+    return next((row for row in _csv_rows(path) if _matches(row, query)), None)
+
+
+def _job_row(rows: list[dict[str, str]], query: str) -> tuple[dict[str, str] | None, list[str]]:
+    """The pod's pods.csv row; for a pod group (one row per pod) the first with every node of the group
+    in `node`, and the group's pods."""
+    hit = next((r for r in rows if _matches(r, query)), None)
+    if hit is None or not hit.get("group"):
+        return hit, []
+    members = [r for r in rows if r["job_id"] == hit["job_id"]]
+    nodes = list(dict.fromkeys(r["node"] for r in members if r["node"]))
+    return {**hit, "pod": hit["group"], "node": " ".join(nodes)}, [r["pod"] for r in members]
+
+
+def _num(value: str, default: float = 0.0) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return default
+
+
+def overtaken(rows: list[dict[str, str]], final: dict[str, str] | None, attempts: list[Attempt]) -> list[str]:
+    """Why pods submitted after this one were bound while it waited: kube-scheduler's queue is not FIFO.
+    A newer pod wins with a higher priority (the queue pops by priority first), with a smaller request
+    (it fits room this pod does not), or, asking as much, while this pod sat in backoff after a failed
+    attempt or among the unschedulable pods until an event moved it."""
+    if final is None or not attempts or attempts[0].result == "bound":
+        return []
+    submit, mine = _num(final.get("submit_time", "")), final["job_id"]
+    until = _num(final.get("bind_time", ""), float("inf"))
+    jobs: dict[str, dict[str, str]] = {}
+    for r in rows:
+        bind = _num(r.get("bind_time", ""), float("inf"))
+        if r["job_id"] != mine and _num(r.get("submit_time", "")) > submit and bind < until:
+            jobs.setdefault(r["job_id"], r)
+    if not jobs:
+        return []
+    first = min(jobs.values(), key=lambda r: _num(r["bind_time"]))
+    cpu, prio, mem = _num(final.get("cpu_request", "")), _num(final.get("priority", "")), final.get(
+        "memory_request", "")  # fmt: skip
+    higher = [r for r in jobs.values() if _num(r.get("priority", "")) > prio]
+    rest = [r for r in jobs.values() if _num(r.get("priority", "")) <= prio]
+    smaller = [r for r in rest if _num(r.get("cpu_request", "")) < cpu or (
+        mem and r.get("memory_request") and _num(r["memory_request"]) < _num(mem))]  # fmt: skip
+    same = len(rest) - len(smaller)
+    failed = [a for a in attempts if a.result != "bound"]
+    why = ", ".join(sorted({r for a in failed for r in a.reasons})) or "no node fit"
+    lines = [f"{len(jobs)} pod(s) submitted after it were bound while it waited (first: {first['pod']}, "
+             f"submitted {first['submit_time']} s, bound {first['bind_time']} s); kube-scheduler's queue is "
+             "not first come, first served:"]  # fmt: skip
+    if higher:
+        lines.append(f"{len(higher)} have a higher priority than its {prio:g}: the queue pops them first")
+    if smaller:
+        least = min(_num(r.get("cpu_request", "")) for r in smaller)
+        lines.append(f"{len(smaller)} ask for less (cpu down to {least:g}, it asks {cpu:g}"
+                     f"{f', memory {mem}' if mem else ''}): they fit room freed on a node, which was too "
+                     f"little for it ({why} at its {len(failed)} failed attempt(s))")  # fmt: skip
+    if same:
+        lines.append(f"{same} ask as much at no higher priority: they were tried while it was in backoff "
+                     "after a failed attempt (1 s, doubling to 10 s) or among the unschedulable pods until "
+                     "a cluster event (a completion) moved it back")  # fmt: skip
+    return lines
 
 
 def seconds(value: float) -> str:
@@ -186,7 +254,8 @@ def explain_pod(run_dir: Path, query: str) -> Explanation:
             "why each pod went where"
         )
     attempts = read_attempts(path, query)
-    final = _csv_row(run_dir / PODS_FILE, query)
+    rows = _csv_rows(run_dir / PODS_FILE)
+    final, group = _job_row(rows, query)
     if not attempts and final is None:
         rejected = _csv_row(run_dir / REJECTED_FILE, query)
         if rejected is not None:
@@ -199,10 +268,12 @@ def explain_pod(run_dir: Path, query: str) -> Explanation:
     first = attempts[0] if attempts else None
     return Explanation(
         run=str(run_dir),
-        pod=first.pod if first else (final or {}).get("pod", query),
+        pod=(first.group or first.pod) if first else (final or {}).get("pod", query),
         job_id=first.job_id if first else (final or {}).get("job_id", query),
         profile=first.profile if first else (final or {}).get("scheduler", ""),
         verdict=verdict(attempts, final),
         final=final,
         attempts=attempts,
+        group=group,
+        overtaken=overtaken(rows, final, attempts),
     )

@@ -108,8 +108,13 @@ def choice_note(a: Attempt) -> str:
 
 def renderables(ex: Explanation, plain: bool) -> list[RenderableType]:
     head = Text()
-    head.append(f"pod {ex.pod}", style="bold")
-    head.append(f"  (job {ex.job_id}, profile {ex.profile or '?'}, run {ex.run})")
+    if ex.group:
+        head.append(f"pod group {ex.pod}", style="bold")
+        head.append(f"  (job {ex.job_id}, {len(ex.group)} pods: {' '.join(ex.group)}; profile "
+                    f"{ex.profile or '?'}, run {ex.run})")  # fmt: skip
+    else:
+        head.append(f"pod {ex.pod}", style="bold")
+        head.append(f"  (job {ex.job_id}, profile {ex.profile or '?'}, run {ex.run})")
     out: list[RenderableType] = [head, Text(ex.verdict, style="bold green" if ex.bound else "bold red")]
     if ex.final:
         f = ex.final
@@ -127,6 +132,9 @@ def renderables(ex: Explanation, plain: bool) -> list[RenderableType]:
     if not ex.attempts:
         return out
     out += _titled(f"attempts ({len(ex.attempts)})", attempts_table(ex, plain))
+    if ex.overtaken:
+        out += [Text(""), Text("why newer pods went first", style="bold"), Text(ex.overtaken[0])]
+        out += [Text(f"  - {line}") for line in ex.overtaken[1:]]
     failed, bound = ex.last_failure, ex.bound
     if failed is not None:
         if bound is not None and bound.time >= failed.time:

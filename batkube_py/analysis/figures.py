@@ -42,8 +42,9 @@ def save(fig: Figure, outdir: Path, stem: str) -> list[Path]:
 
 
 def _steps(ax, series: pd.DataFrame, scale: float = 1.0, **kw) -> None:
-    """A count over time as seen at the end of each simulated instant (see :data:`metrics.INSTANT`)."""
-    series = m.instant_ends(series)
+    """A count over time as seen at the end of each simulated instant (see :data:`metrics.INSTANT`),
+    without spikes narrower than a pixel (:func:`metrics.without_blips`)."""
+    series = m.plotted(series)
     if len(series):
         ax.step(series["time"], series["value"] / scale, where="post", **kw)
 

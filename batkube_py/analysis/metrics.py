@@ -32,6 +32,19 @@ def _f(value: object) -> float | None:
     return None if np.isnan(v) else v
 
 
+def clock_note(metrics: dict, summary: dict | None, partial: bool) -> str | None:
+    """Why analyze's waits differ from summary.json's: two clocks of one run. Batsim's out_jobs.csv times
+    a job on the platform (it starts once the EXECUTE_JOB message has crossed the platform's network);
+    the adapter's pods.csv and summary.json time its messages (EXECUTE_JOB sent, JOB_COMPLETED read)."""
+    ours = metrics.get("mean_waiting_time")
+    theirs = (summary or {}).get("mean_waiting_time")
+    if partial or ours is None or theirs is None or abs(ours - theirs) < 1e-9:
+        return None
+    return (f"waits and times here are Batsim's (out_jobs.csv: each job on the platform); summary.json's "
+            f"mean_waiting_time {theirs:.6g} is the adapter's (pods.csv: EXECUTE_JOB sent, JOB_COMPLETED "
+            f"read), {ours - theirs:+.3g} s a job apart")  # fmt: skip
+
+
 def job_metrics(jobs: pd.DataFrame, bsld_tau: float = 10.0) -> dict[str, float | int | None]:
     """Job-level metrics from out_jobs.csv alone (works for any Batsim or thesis run)."""
     started = jobs[jobs["starting_time"].notna() & (jobs["state"] != "rejected")]
@@ -110,6 +123,41 @@ def instant_ends(series: pd.DataFrame, resolution: float = INSTANT) -> pd.DataFr
 def natural_key(text: object) -> list[object]:
     """Sort key putting node-2 before node-10 (and run_2 before run_10)."""
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(text))]
+
+
+PIXELS = 1000
+"""A figure's series drop spikes shorter than its time span over this: about one pixel wide."""
+
+
+def without_blips(series: pd.DataFrame, min_duration: float) -> pd.DataFrame:
+    """The step series without its blips: a state shorter than `min_duration` above (or below) both the
+    states around it is not drawn. Batsim's clock drifts by a fraction of a millisecond per message, so over
+    a long run a completion and the start it allows drift apart past any fixed instant (0.11 s at 700 s
+    of a spaced workload): each submission then draws a spike no wider than a pixel, a comb. Ramps and
+    plateaus, however short their steps, are kept; metrics keep the exact series."""
+    for _ in range(8):
+        t, v = series["time"].to_numpy(), series["value"].to_numpy()
+        if len(t) < 3:
+            break
+        cur, before, after = v[1:-1], v[:-2], v[2:]
+        short = (t[2:] - t[1:-1]) < min_duration
+        blip = short & (((cur > before) & (cur > after)) | ((cur < before) & (cur < after)))
+        if not blip.any():
+            break
+        keep = np.concatenate(([True], ~blip, [True]))
+        t, v = t[keep], v[keep]
+        fresh = np.concatenate(([True], v[1:] != v[:-1]))  # a value repeated after a blip is one step
+        series = pd.DataFrame({"time": t[fresh], "value": v[fresh]})
+    return series.reset_index(drop=True)
+
+
+def plotted(series: pd.DataFrame) -> pd.DataFrame:
+    """What a figure draws of a step series: instant ends (:func:`instant_ends`), without blips."""
+    series = instant_ends(series)
+    if len(series) < 3:
+        return series
+    span = float(series["time"].iloc[-1] - series["time"].iloc[0])
+    return without_blips(series, span / PIXELS)
 
 
 def queue_series(jobs: pd.DataFrame) -> pd.DataFrame:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import gc
 import importlib
 import json
@@ -16,6 +17,7 @@ try:
     import click
 
     from batkube_py import __version__
+    from batkube_py.cli.examples import NOTES, InputFile
     from batkube_py.cli.params import MAX_JOBS, MAX_NODES, SECONDS, Finite, guard_options
     from batkube_py.cli.util import CONTEXT, Quantity, fixed, out_option, short_help_everywhere
     from batkube_py.controlplane.cli import apiserver_config, backend_options, controlplane
@@ -60,9 +62,9 @@ def main() -> None:
     """Kubernetes scheduling on Batsim-simulated clusters."""
 
 
-def _report(summary: dict) -> None:
+def _report(summary: dict, out: Path | None) -> None:
     """The run's figures on success; on failure only what failed and what was kept, so that a stopped run
-    cannot be mistaken for a finished one."""
+    cannot be mistaken for a finished one. Rejected jobs are pointed to, with the first one's reason."""
     if summary.get("error"):
         ended = summary.get("jobs_total", 0) - summary.get("jobs_unfinished", 0)
         raise click.ClickException(
@@ -78,6 +80,20 @@ def _report(summary: dict) -> None:
         "over_allocations",
     )
     click.echo(" ".join(f"{k}={fixed(summary[k])}" for k in keys))
+    if summary.get("jobs_rejected"):
+        click.echo(f"batkube: {summary['jobs_rejected']} job(s) rejected: {_first_rejection(out)}", err=True)
+
+
+def _first_rejection(out: Path | None) -> str:
+    if out is None:
+        return "run with -o DIR to keep rejected.csv, which says why"
+    try:
+        with open(out / "rejected.csv", newline="") as f:
+            row = next(csv.DictReader(f))
+    except (OSError, StopIteration):
+        return f"see {out / 'rejected.csv'}"
+    return (f"see {out / 'rejected.csv'} (first: job {row['job_id']}, {row['field']} = {row['value']}, "
+            f"expected {row['expected']})")  # fmt: skip
 
 
 def _transcript_option(f):
@@ -110,8 +126,10 @@ def _embedded_options(f):
 
 
 @main.command("run")
-@click.option("--platform", "-p", type=_file, required=True, help="SimGrid platform XML.")
-@click.option("--workload", "-w", type=_file, required=True, help="Batsim JSON workload.")
+@click.option("--platform", "-p", type=InputFile(), required=True,
+              help="SimGrid platform XML (README's platforms/... come with batkube-py when not here).")
+@click.option("--workload", "-w", type=InputFile(), required=True,
+              help="Batsim JSON workload (README's workloads/... come with batkube-py when not here).")
 @click.option("--out", "-o", type=_path, required=True, help="Run directory for every output.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the scheduler's tie-breaking.")
 @click.option("--batsim", default=None,
@@ -124,11 +142,15 @@ def _embedded_options(f):
 @click.option("--queues", type=_file, default=None, metavar="FILE",
               help="Kueue v1beta2 objects (ClusterQueues, LocalQueues, ...): jobs name a LocalQueue with "
               "`queue` and are admitted by Kueue before they are scheduled (docs/concepts/queues.md).")
+@click.option("--strict", is_flag=True,
+              help="Refuse a workload whose jobs or profiles have fields nothing reads (a misspelt `cpus`); "
+              "default: warn on the console, in batkube.log and in summary.json, and ignore them.")
 @_transcript_option
 @guard_options
 @_embedded_options
 @backend_options
-def run_cmd(platform, workload, out, seed, batsim, batsim_args, progress, batsim_log, queues, transcript,
+def run_cmd(platform, workload, out, seed, batsim, batsim_args, progress, batsim_log, queues, strict,
+            transcript,
             record, latency, no_request, kube_version, overwrite, connect_timeout, idle_timeout,
             **backend) -> None:  # fmt: skip
     """Simulate PLATFORM running WORKLOAD with Batsim and the embedded kube-scheduler twin."""
@@ -137,13 +159,14 @@ def run_cmd(platform, workload, out, seed, batsim, batsim_args, progress, batsim
         progress=sys.stderr.isatty() if progress is None else progress, record_decisions=record,
         startup_latency=latency, scheduler_config=backend["scheduler_config"],
         connect_timeout=connect_timeout, idle_timeout=idle_timeout, transcript=transcript,
-        batsim_log=batsim_log, no_request=no_request, queues=queues,
+        batsim_log=batsim_log, no_request=no_request, queues=queues, strict=strict,
+        notes=tuple(click.get_current_context().meta.get(NOTES, ())),
         **({"kube_version": kube_version} if kube_version else {}),
     )  # fmt: skip
     api_cfg = _api_config(backend, kube_version)
     if api_cfg is not None:
         api_cfg.queues = queues  # the real Kueue admits the jobs (docs/kueue.md)
-    _report(run_claimed(cfg, api_cfg, overwrite))
+    _report(run_claimed(cfg, api_cfg, overwrite), cfg.out)
 
 
 def _api_config(backend: dict, kube_version: str | None):
@@ -159,6 +182,9 @@ def run_claimed(cfg: RunConfig, api_cfg, overwrite: bool) -> dict:
     interrupt_on_sigterm()
     try:
         checked = preflight(cfg)  # before the directory is claimed (and, with --overwrite, emptied)
+        for line in checked.unknown:
+            click.echo(f"batkube: warning: workload {cfg.workload}: {line}: ignored (--strict refuses it)",
+                       err=True)  # fmt: skip
         with rundir.claimed(cfg.out, checked.inputs(cfg), overwrite):
             return _with_backend(api_cfg, cfg.out, lambda factory: run(cfg, factory, checked))
     except (RunError, rundir.RunDirError) as exc:
@@ -218,7 +244,7 @@ def serve_cmd(endpoint, out, seed, idle_timeout, overwrite, transcript, record, 
                 summary = _with_backend(api_cfg, out, body)
     except (RunError, rundir.RunDirError) as exc:
         raise click.ClickException(str(exc)) from None
-    _report(summary)
+    _report(summary, out)
 
 
 def _write(text: str, output: Path | None, what: str) -> None:

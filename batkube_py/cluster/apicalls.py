@@ -96,10 +96,17 @@ class ApiCalls:
         if first is not None:
             raise first
 
-    def close(self) -> None:
+    def cancel(self) -> None:
+        """Drop the calls not started yet (those in flight end within their timeout), without waiting."""
+        pending, self._pending = self._pending, []
+        for f in pending:
+            f.cancel()
+
+    def close(self, cancel: bool = False) -> None:
+        """Wait for the calls started with `later`; `cancel`: only for those already in flight."""
         for pool in (self._pool, self._fifo):
             if pool is not None:
-                pool.shutdown(wait=True)
+                pool.shutdown(wait=True, cancel_futures=cancel)
         self._pool = self._fifo = None
 
 

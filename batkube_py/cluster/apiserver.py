@@ -319,8 +319,12 @@ class ApiServerCluster(expedite.BackoffExpedite):
     def over_allocations(self) -> int:
         return self._over
 
-    def close(self) -> None:
-        """Delete the run's nodes and namespace, whatever happened before."""
+    disposable = False  # the control plane is this run's own and stops with it (session.py)
+
+    def close(self, interrupted: bool = False) -> None:
+        """Delete the run's nodes and namespace, whatever happened before. An interrupted run drops the
+        writes still queued, and leaves its objects to a control plane of its own that stops next:
+        deleting thousands of pods one by one took the apiserver half a minute after a Ctrl-C."""
         if self._closed:
             return
         self._closed = True
@@ -328,7 +332,11 @@ class ApiServerCluster(expedite.BackoffExpedite):
             log.info("backoff expedite: %d pods recreated, %d retries that could change nothing skipped",
                      self.recreated, self.left_in_backoff)  # fmt: skip
         self.watch.stop()
-        self.calls.close()
+        self.calls.close(cancel=interrupted)
+        if interrupted and self.disposable:
+            log.info("interrupted: namespace %s is left to the run's own control plane, stopped next",
+                     self.namespace)  # fmt: skip
+            return
         apicalls.cleanup(self.api, self.namespace, f"{SIMULATED}={self.run_id}")
 
     # ---- ClusterView for the sync policies --------------------------------------------------------

@@ -84,4 +84,6 @@ class Backend(Protocol):
     def report(self) -> dict:
         """Backend-specific figures for summary.json (e.g. the paced backend's parity counts)."""
 
-    def close(self) -> None: ...
+    def close(self, interrupted: bool = False) -> None:
+        """End of the run; `interrupted` (Ctrl-C, SIGTERM): drop work still queued instead of waiting
+        for it, so that the run stops within seconds."""

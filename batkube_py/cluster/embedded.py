@@ -329,6 +329,6 @@ class EmbeddedCluster:
     def over_allocations(self) -> int:
         return self.nodes.over_allocated()
 
-    def close(self) -> None:
+    def close(self, interrupted: bool = False) -> None:
         if self.recorder is not None:
             self.recorder.close()

@@ -128,12 +128,12 @@ class PacedCluster(ApiServerCluster):
         return {**self.facts, "real_attempts": self.parity.attempts, **self.parity.summary(),
                 **self.shadow.report()}  # fmt: skip
 
-    def close(self) -> None:
+    def close(self, interrupted: bool = False) -> None:
         if not self._closed:
             log.info("paced: %d attempts by the real scheduler, %d skipped (fit no node's free room)",
                      self.parity.attempts, self.parity.skipped_attempts)  # fmt: skip
             self.parity.close()
-        super().close()
+        super().close(interrupted)
 
     # ---- one attempt ----------------------------------------------------------------------------
 

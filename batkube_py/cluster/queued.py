@@ -342,12 +342,15 @@ class QueueCluster(ShadowJudge, ApiServerCluster):
         except BackendError as exc:
             self._break(str(exc))
 
-    def close(self) -> None:
+    def close(self, interrupted: bool = False) -> None:
         if not self._closed:
-            self._drain()
+            if interrupted:  # thousands of pod creates may be queued (a burst): not worth waiting for
+                self.calls.cancel()
+            else:
+                self._drain()
             log.info("queue: %d steps, %d attempts by kube-scheduler's own queue, %.1f s waiting for it "
                      "(%.1f s until it had seen the steps' writes, %.1f s of its work)", self.steps,
                      self.attempts_real, self.settle_wall, *self.settle_split)  # fmt: skip
             self.parity.close()
             self.clock.end()
-        super().close()
+        super().close(interrupted)

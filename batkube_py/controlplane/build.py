@@ -28,6 +28,7 @@ from pathlib import Path
 # Kubernetes release -> the etcd release it is tested with (kubernetes build/dependencies.yaml, "etcd")
 ETCD_FOR = {"v1.37.2": "v3.7.0", "v1.32.6": "v3.5.21"}
 DEFAULT_KUBE_VERSION = "v1.37.2"
+GO_MIN = "1.26"  # the `go` line of the default release's modules (gobuild/*/go.mod); every text cites this
 GOBUILD = Path(__file__).with_name("gobuild")
 BINARIES = ("etcd", "kube-apiserver", "kube-scheduler")
 _MAIN = {
@@ -187,7 +188,7 @@ def build(log=sys.stderr, attempts: int = 3, version: str | None = None) -> Bina
     go = shutil.which("go")
     if go is None:
         raise BuildError(
-            "`go` is not on PATH: install Go >= 1.26 (kubernetes 1.37 needs it) to build "
+            f"`go` is not on PATH: install Go >= {GO_MIN} (kubernetes 1.37 needs it) to build "
             "the control plane, or put etcd, kube-apiserver and kube-scheduler on PATH"
         )
     out = bin_dir(v)

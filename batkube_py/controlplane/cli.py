@@ -41,7 +41,11 @@ _version = click.option(
 )
 
 
-@controlplane.command("build")
+@controlplane.command(
+    "build",
+    help="Build the pinned etcd / kube-apiserver / kube-scheduler from the Go module proxy (cached); "
+    f"needs `go` on PATH, Go >= {build.GO_MIN} (about 10 minutes, once).",
+)
 @_version
 @click.option(
     "--kueue-version",

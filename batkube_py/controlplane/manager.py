@@ -185,7 +185,7 @@ class ControlPlane:
             self._wait(f"http://127.0.0.1:{st.etcd_port}/health", timeout, "etcd")
             self.start_apiserver(st, timeout)
             self.start_scheduler(st, timeout)
-        except Exception:
+        except BaseException:  # Ctrl-C or SIGTERM while waiting for a component too: nothing left running
             self.down()
             raise
         return st

@@ -139,6 +139,7 @@ def apiserver_session(cfg: ApiServerConfig, run_dir: Path | None = None) -> Iter
         else:
             cluster = ApiServerCluster(nodes, api, sync, scheduler_names=names or None, kube_names=kube_names)
         cluster.facts.update({"sync_policy": sync.policy, "kubernetes_version": version})
+        cluster.disposable = started is not None and not cfg.keep_controlplane
         clusters.append(cluster)
         return cluster
 

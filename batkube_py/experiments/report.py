@@ -18,7 +18,7 @@ from batkube_py.analysis import compare as cmp
 from batkube_py.analysis.loading import AnalysisError
 from batkube_py.experiments import sweeps, thesis
 from batkube_py.experiments.plan import Task, resolve
-from batkube_py.experiments.spec import Experiment, RunsReference
+from batkube_py.experiments.spec import Experiment, RunsReference, Variant
 
 
 @dataclass
@@ -108,18 +108,40 @@ def _case_groups(
     exp: Experiment, case_name: str, base: Path, tasks: list[Task], results: dict, outcome: Outcome
 ) -> list:
     plan = _references(exp, case_name, base, outcome)
-    case = next(c for c in exp.cases if c.name == case_name)
-    for v in exp.variants_of(case):
-        if v.sweep is not None:
-            continue
-        ok = [
-            t.out
-            for t in tasks
-            if t.case == case_name and t.variant == v.name and results.get(t.out, {}).get("status") == "ok"
-        ]
-        if ok:
-            plan.append((v.title, ok))
+    plan += [(v.title, ok) for v, ok in _ok_runs(exp, case_name, tasks, results)]
     return cmp.load_groups(plan) if plan else []
+
+
+def _ok_runs(exp: Experiment, case_name: str, tasks: list[Task], results: dict) -> list[tuple[Variant, list]]:
+    """Each (non-swept) variant of the case with its runs that succeeded."""
+    case = next(c for c in exp.cases if c.name == case_name)
+    found = []
+    for v in exp.variants_of(case):
+        ok = [t.out for t in tasks if t.case == case_name and t.variant == v.name
+              and results.get(t.out, {}).get("status") == "ok"]  # fmt: skip
+        if ok and v.sweep is None:
+            found.append((v, ok))
+    return found
+
+
+def _across_cases(exp: Experiment, names: list[str], tasks: list[Task], results: dict, out: Path,
+                  outcome: Outcome, sections: list[str]) -> None:  # fmt: skip
+    """One comparison of every case (table: across_cases), for an experiment whose cases are the same
+    jobs in different shapes (racks.yaml: placed anywhere, in one rack, flattened): OUT/cases/."""
+    per_case = {name: _ok_runs(exp, name, tasks, results) for name in names}
+    single = all(len(runs) <= 1 for runs in per_case.values())
+    plan = [(name if single else f"{name}: {v.title}", ok)
+            for name, runs in per_case.items() for v, ok in runs]  # fmt: skip
+    if len(plan) < 2:
+        return
+    try:
+        groups = cmp.load_groups(plan)
+    except AnalysisError as exc:
+        outcome.notes.append(f"comparison across cases skipped, the analysis could not read a run: {exc}")
+        return
+    agg = cmp.aggregate(groups, tuple(dict.fromkeys((*exp.table.metrics, *cmp.DEFAULT_METRICS))))
+    outcome.files += cmp.write_outputs(groups, agg, out / "cases", exp.table.digits)
+    sections.append("### all cases (cases/)\n\n" + cmp.markdown_table(cmp.wide_table(agg, exp.table.digits)))
 
 
 def _rows_from_results(
@@ -204,6 +226,8 @@ def build(exp: Experiment, base: Path, out: Path, tasks: list[Task], results: di
                         and results.get(u.out, {}).get("status") == "failed"
                     )
                     rows[name][label] = f"{cell} ({n} failed)"
+    if exp.table.compare and exp.table.across_cases:
+        _across_cases(exp, case_names, tasks, results, out, outcome, sections)
     if any(ref.published for _, ref in outcome.missing):
         outcome.notes.append(f"published figures: {thesis.CITATION}")
     header = " / ".join(k.replace("_", " ") for k in metrics)

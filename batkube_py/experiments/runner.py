@@ -50,8 +50,9 @@ def _need_controlplane(tasks: list[Task]) -> None:
     if build.find_binaries() is None:
         raise ExperimentError(
             f"variant(s) {', '.join(names)} use the real kube-scheduler (backend: apiserver), but etcd / "
-            "kube-apiserver / kube-scheduler were not found: `batkube controlplane build` (Go >= 1.23) or "
-            "`nix develop` provides them; or run the other variants only with --variant NAME"
+            f"kube-apiserver / kube-scheduler were not found: `batkube controlplane build` (Go >= "
+            f"{build.GO_MIN}) or `nix develop` provides them; or run the other variants only with "
+            "--variant NAME"
         )
 
 

@@ -152,6 +152,9 @@ class Table(_Model):
     metrics: list[str] = ["makespan", "mean_waiting_time"]
     digits: int = Field(1, ge=0, le=6)
     compare: bool = Field(True, description="full per-case comparison (loads every run; off for scale)")
+    across_cases: bool = Field(
+        False, description="also overlay the cases in one comparison (OUT/cases/): same jobs, other shapes"
+    )
 
 
 class Experiment(_Model):
@@ -226,6 +229,18 @@ PACKAGED = Path(__file__).with_name("files")
 def packaged() -> dict[str, Path]:
     """The experiments shipped with batkube-py (package data: they run from a wheel), by name."""
     return {p.stem: p for p in sorted(PACKAGED.glob("*.yaml"))}
+
+
+def summary(path: Path) -> tuple[str, list[str]]:
+    """An experiment file's description and the public inputs it names (${data:NAME}), read from its text
+    without loading it: loading would fetch them."""
+    text = path.read_text()
+    try:
+        doc = safeyaml.load_file(path)
+    except safeyaml.YamlError:
+        doc = None
+    description = doc.get("description", "") if isinstance(doc, dict) else ""
+    return " ".join(str(description).split()), sorted(set(_DATA.findall(text)))
 
 
 def locate(name_or_path: str) -> Path:

@@ -109,22 +109,57 @@ def _verified(ds: Dataset, path: Path, where: str) -> Path:
     return path
 
 
-def path(name: str, also: Path | None = None) -> Path:
-    """A verified local copy of the public input `name` (see the module's docstring for the order);
-    `also` is a folder searched like BATKUBE_DATA_DIR, after it (an experiment's --var shared=PATH)."""
+def _dataset(name: str) -> Dataset:
     ds = DATASETS.get(name)
     if ds is None:
         raise DataError(f"unknown input {name!r}; known: {', '.join(sorted(DATASETS))}")
-    folder = offline_dir()
-    for where, d in (("BATKUBE_DATA_DIR", folder), ("--var shared", also)):
+    return ds
+
+
+def _local(ds: Dataset, also: Path | None = None) -> Path | None:
+    """The verified copy already on this machine (offline folders first, then the cache), or None."""
+    for where, d in (("BATKUBE_DATA_DIR", offline_dir()), ("--var shared", also)):
         if d is not None and d.is_dir():
             hits = sorted(p for p in d.rglob(ds.name) if p.is_file())
             good = [p for p in hits if ds.sha256 is None or digest(ds, p) == ds.sha256]
             if hits:
                 return _verified(ds, (good or hits)[0], f"in {where}={d}")
     cached = cache_dir() / ds.name
-    if cached.is_file():
-        return _verified(ds, cached, "cached")
+    return _verified(ds, cached, "cached") if cached.is_file() else None
+
+
+def _local_or_none(ds: Dataset) -> Path | None:
+    try:
+        return _local(ds)
+    except DataError:  # a bad copy: refused when the experiment runs, with its own message
+        return None
+
+
+def availability(name: str) -> str:
+    """Where `path(name)` would take the input from, without fetching it: what `experiment list` shows
+    so that a user offline knows beforehand which experiments need the internet."""
+    ds = _dataset(name)
+    found = _local_or_none(ds)
+    if found is not None:
+        folder = offline_dir()
+        return "in BATKUBE_DATA_DIR" if folder is not None and folder in found.parents else "cached"
+    if ds.source is not None and _local_or_none(_dataset(ds.source)) is not None:
+        return f"cut from the local {ds.source}"
+    cut = f"cut from {ds.source}, " if ds.source else ""
+    if os.environ.get("BATKUBE_OFFLINE") == "1":
+        return f"{cut}MISSING: not here and BATKUBE_OFFLINE=1"
+    return f"{cut}downloaded on the first run"
+
+
+def path(name: str, also: Path | None = None) -> Path:
+    """A verified local copy of the public input `name` (see the module's docstring for the order);
+    `also` is a folder searched like BATKUBE_DATA_DIR, after it (an experiment's --var shared=PATH)."""
+    ds = _dataset(name)
+    found = _local(ds, also)
+    if found is not None:
+        return found
+    folder = offline_dir()
+    cached = cache_dir() / ds.name
     cached.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=cached.parent) as tmp:
         fresh = Path(tmp) / ds.name

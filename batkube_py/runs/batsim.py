@@ -4,6 +4,7 @@ line, and stopping it (or the run) on a signal without losing what was computed.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -36,6 +37,31 @@ def find_batsim(batsim: str | None) -> list[str]:
     if path is None:
         raise RunError(f"--batsim {batsim!r} is not an executable (or pass --batsim double)")
     return [str(Path(path).resolve())]
+
+
+def describe(cmd: list[str], stderr: Path) -> dict[str, str]:
+    """Which simulator ran, for summary.json: the packaged double (also behind an executable that is a
+    Python script starting it, as `batsim-double` is), else a real Batsim and the version its log states
+    (never by running it again: an executable that is not Batsim could do anything with `--version`)."""
+    double = cmd[1:] == ["-m", "batkube_py.batsim_double"]
+    if not double:
+        try:
+            with open(cmd[0], "rb") as f:
+                double = b"batkube_py.batsim_double" in f.read(4096)
+        except OSError:
+            pass
+    if double:
+        return {"simulator": "Batsim 4.2.1 double (batkube-py)", "simulator_command": " ".join(cmd)}
+    try:
+        with open(stderr, "rb") as f:
+            found = _VERSION.search(f.read(1 << 16))
+    except OSError:
+        found = None
+    version = found[1].decode(errors="replace") if found else "(version not in its log)"
+    return {"simulator": f"real Batsim {version}", "simulator_command": " ".join(cmd)}
+
+
+_VERSION = re.compile(rb"\[batsim/INFO\] Batsim version: (\S+)")
 
 
 _VERBOSITY = ("-q", "--quiet", "-v", "--verbosity")

@@ -20,6 +20,7 @@ from typing import Any
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from batkube_py import __version__
+from batkube_py.adapter import fields
 from batkube_py.adapter.decision import BackendFactory, DecisionProcess
 from batkube_py.adapter.norequest import NoRequest
 from batkube_py.adapter.outputs import RunOutputs
@@ -32,7 +33,7 @@ from batkube_py.inputs.queues import QueuesConfig, QueuesError, load_queues
 from batkube_py.protocol.codec import ProtocolError
 from batkube_py.protocol.reply import ReplyRuleError
 from batkube_py.runs import RunError
-from batkube_py.runs.batsim import Terminated, batsim_command, find_batsim, last_words, stop_process
+from batkube_py.runs.batsim import Terminated, batsim_command, describe, find_batsim, last_words, stop_process
 from batkube_py.runs.endpoint import Endpoint, EndpointError, PeerGone
 from batkube_py.runs.transcript import TranscriptWriter
 from batkube_py.runs.usage import AdapterUsage, ChildUsage
@@ -61,6 +62,8 @@ class RunConfig:
     transcript: Path | None = None  # every message and reply, raw (batkube_py.runs.transcript)
     batsim_log: bool = False  # Batsim's own log of every message (off: Batsim runs with -q)
     no_request: str = "exclusive"  # what a job without a cpu request asks for (norequest.py)
+    strict: bool = False  # refuse a workload with job or profile fields nothing reads (adapter/fields.py)
+    notes: Sequence[str] = ()  # choices made for the user before the run (an example input from the package)
     kube_version: KubeVersion = DEFAULT_KUBE_VERSION  # the kube-scheduler release the embedded twin follows
     queues: Path | None = None  # Kueue objects (--queues): jobs are admitted by Kueue (its twin, embedded)
 
@@ -74,6 +77,7 @@ class Checked:
     batsim: list[str]
     queues: QueuesConfig | None = None
     default_queue: str | None = None  # the workload's top-level `queue`
+    unknown: list[str] = field(default_factory=list)  # the workload's unknown fields, one line each
 
     def inputs(self, cfg: RunConfig) -> dict[str, Path | None]:
         return {"platform": cfg.platform, "workload": cfg.workload, "scheduler config": cfg.scheduler_config,
@@ -119,6 +123,8 @@ def _latency(spec: str | None, seed: int) -> StartupLatency | None:
 
 
 def read_workload(workload: Path) -> dict[str, Any]:
+    """The workload's JSON, checked to be one (Batsim reads it again: the adapter gets its jobs from
+    Batsim's messages)."""
     try:
         doc = json.loads(workload.read_bytes().decode("utf-8"))
     except OSError as exc:
@@ -147,6 +153,16 @@ def load_queues_file(path: Path | None) -> QueuesConfig | None:
         return load_queues(path) if path is not None else None
     except QueuesError as exc:
         raise RunError(str(exc)) from None
+
+
+def unknown_fields(workload: Path, doc: dict[str, Any], strict: bool) -> list[str]:
+    """The workload's unknown job and profile fields, one line each; under --strict the first one is an
+    error before anything starts."""
+    lines = [u.message() for u in fields.unknown_fields(doc)]
+    if lines and strict:
+        more = f" (and {len(lines) - 1} more unknown field(s))" if len(lines) > 1 else ""
+        raise RunError(f"workload {workload}: {lines[0]}{more}; --strict refuses fields nothing reads")
+    return lines
 
 
 def open_transcript(path: Path | None) -> TranscriptWriter | None:
@@ -201,8 +217,9 @@ def preflight(cfg: RunConfig) -> Checked:
             raise RunError(f"{what} must be a positive number of seconds, got {value}")
     doc = read_workload(cfg.workload)
     queues = load_queues_file(cfg.queues)
+    unknown = unknown_fields(cfg.workload, doc, cfg.strict)
     return Checked(len(doc["jobs"]), _latency(cfg.startup_latency, cfg.seed), find_batsim(cfg.batsim), queues,
-                   doc.get("queue"))  # fmt: skip
+                   doc.get("queue"), unknown)  # fmt: skip
 
 
 def platform_labels(platform: Path) -> dict[str, dict[str, str]]:
@@ -233,6 +250,10 @@ def run(
         outputs = RunOutputs(cfg.out)
     except OSError as exc:
         raise RunError(f"cannot write in output directory {cfg.out}: {exc.strerror}") from None
+    for line in cfg.notes:
+        log.info("%s", line)
+    for line in checked.unknown:
+        log.warning("workload %s: %s: ignored", cfg.workload, line)
     try:
         transcript = open_transcript(cfg.transcript)
     except RunError:
@@ -247,6 +268,7 @@ def run(
     (cfg.out / "batsim_cmdline.txt").write_text(" ".join(cmd) + "\n")
     start = time.perf_counter()
     error: str | None = None
+    interrupted = False
     with open(cfg.out / "batsim.stdout", "wb") as so, open(cfg.out / "batsim.stderr", "wb") as se:
         try:
             # a session of its own: stopping the run stops Batsim and anything it started, as one group
@@ -280,9 +302,9 @@ def run(
         except (ProtocolError, ReplyRuleError) as exc:
             error = f"adapter stopped: {exc}"
         except Terminated as exc:
-            error = f"stopped by {exc}"
+            error, interrupted = f"stopped by {exc}", True
         except KeyboardInterrupt:
-            error = "interrupted"
+            error, interrupted = "interrupted", True
         except subprocess.TimeoutExpired:
             error = "Batsim did not exit within 120 s after SIMULATION_ENDS"
         except Exception as exc:  # a bug: the run still ends cleanly, with the reason and every output
@@ -297,7 +319,7 @@ def run(
             if transcript is not None:
                 transcript.close()
             if process.backend is not None:
-                process.backend.close()
+                process.backend.close(interrupted)
     if error is None and process.fatal is not None:
         error = process.fatal
     summary = process.summary()
@@ -312,6 +334,9 @@ def run(
         batkube_version=__version__,
         platform=str(cfg.platform),
         workload=str(cfg.workload),
+        **describe(batsim, cfg.out / "batsim.stderr"),
+        unknown_fields=checked.unknown,
+        input_notes=list(cfg.notes),
     )
     outputs.summary(summary)
     if error:
@@ -357,15 +382,16 @@ def serve(
           file=sys.stderr, flush=True)  # fmt: skip
     start = time.perf_counter()
     error = None
+    interrupted = False
     try:
         endpoint.serve(process, idle_timeout=idle_timeout, connect_timeout=idle_timeout,
                        transcript=transcript.record if transcript is not None else None)  # fmt: skip
     except (PeerGone, ProtocolError, ReplyRuleError) as exc:
         error = str(exc)
     except Terminated as exc:
-        error = f"stopped by {exc}"
+        error, interrupted = f"stopped by {exc}", True
     except KeyboardInterrupt:
-        error = "interrupted"
+        error, interrupted = "interrupted", True
     except Exception as exc:  # a bug: end with the reason and the outputs so far
         log.exception("adapter error")
         error = f"adapter error: {type(exc).__name__}: {exc}"
@@ -376,7 +402,7 @@ def serve(
         if transcript is not None:
             transcript.close()
         if process.backend is not None:
-            process.backend.close()
+            process.backend.close(interrupted)
     summary = process.summary()
     summary.update(
         error=error or process.fatal, wall_seconds=round(time.perf_counter() - start, 3), seed=seed,

@@ -87,8 +87,11 @@ def _clear(out: Path) -> None:
 
 @contextmanager
 def claimed(out: Path, inputs: dict[str, Path | None], overwrite: bool = False) -> Iterator[Path]:
-    """Holds OUT for one run: inputs outside it, no other run writing it, no earlier run's files in it."""
+    """Holds OUT for one run: inputs outside it, no other run writing it, no earlier run's files in it.
+    The lock file goes with the run (removed while still held); a directory made for a run that wrote
+    nothing in it goes too."""
     check_inputs_outside(out, inputs)
+    made = not out.exists()
     _make(out)
     fd = _lock(out)
     try:
@@ -103,4 +106,17 @@ def claimed(out: Path, inputs: dict[str, Path | None], overwrite: bool = False) 
             _clear(out)
         yield out
     finally:
-        os.close(fd)
+        _release(out, fd, made)
+
+
+def _release(out: Path, fd: int, made: bool) -> None:
+    try:
+        (out / LOCK).unlink()
+    except OSError:
+        pass
+    os.close(fd)
+    if made:
+        try:
+            out.rmdir()  # only if empty: a run that failed before writing anything
+        except OSError:
+            pass

@@ -53,11 +53,12 @@ def check_version(version: str, where: str = "--kube-version") -> KubeVersion:
 def backoff_duration(count: int, size: int, initial: float, maximum: float) -> float:
     """backoff_queue.go calculateBackoffDuration(count, size): initial·2^(count−1), capped at the maximum,
     which a pod group of `size` queued pods scales by sqrt(size) (1.37); no backoff for count 0 or a
-    maximum of 0. 1.32's count is Attempts, 1.37's UnschedulableCount or ConsecutiveErrorsCount."""
+    maximum of 0. 1.32's count is Attempts, 1.37's UnschedulableCount or ConsecutiveErrorsCount. A pod
+    tried a thousand times is at the cap, as upstream's shift test says (2 ** count overflowed a float)."""
     if count <= 0 or maximum <= 0:
         return 0.0
     cap = maximum * math.sqrt(size) if size > 1 else maximum
-    return min(initial * 2 ** (count - 1), cap)
+    return min(initial * 2.0 ** min(count - 1, 1000), cap)
 
 
 def backoff_count(unschedulable: int, errors: int) -> int:
