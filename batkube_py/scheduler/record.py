@@ -24,9 +24,10 @@ NAMED = 3
 def rejections(decision: Decision, nodes: NodeTable, profile: Profile) -> dict[str, dict[str, list]]:
     """plugin → reason → [nodes rejected, first names], over the nodes the cycle examined.
 
-    The cycle keeps only per-reason counts, so the filters run again on the nodes it examined (from the
-    start index it began at, before the nominated pods' reservations are released): same counts as
-    `reasons`, no RNG draw, no state change. Only recorded runs pay for it.
+    The cycle keeps only per-reason counts, so the filters run again on the nodes it examined (those its
+    parallel workers checked, or the run from the start index it began at; before the nominated pods'
+    reservations are released): same counts as `reasons`, no RNG draw, no state change. Only recorded
+    runs pay for it.
     """
     if not decision.reasons:
         return {}
@@ -34,8 +35,11 @@ def rejections(decision: Decision, nodes: NodeTable, profile: Profile) -> dict[s
     if decision.evaluated == 0:  # a PreFilter ruled the pod out everywhere
         plugin = next(iter(decision.rejected_by), "PreFilter")
         return {plugin: {r: [k, nodes.names[:NAMED]] for r, k in decision.reasons.items()}}
-    start = (profile.next_start - decision.evaluated) % n
-    examined = np.roll(nodes.all, -start)[: decision.evaluated]
+    if decision.examined is not None:  # checked by parallel workers, or up to the cut
+        examined = decision.examined.nonzero()[0]
+    else:
+        start = (profile.next_start - decision.evaluated) % n
+        examined = np.roll(nodes.all, -start)[: decision.evaluated]
     state = CycleState()
     profile.pre_filter(state, decision.pod, nodes)
     _, _, _, levels = profile._filter_chain(state, decision.pod, nodes, examined)
