@@ -350,7 +350,7 @@ class Profile:
         decision = Decision(pod, int(idx[pick]), int(idx.size), reasons, rejected, processed)
         decision.examined = examined
         if explain:
-            top = np.argsort(-total, kind="stable")[:3]
+            top = np.lexsort((idx, -total))[:3]  # best first, then in node order
             decision.top_scores = [(int(idx[t]), int(total[t])) for t in top]
             decision.plugin_scores = {
                 name: [{"raw": int(r[t]), "normalized": int(n[t]), "weight": w} for t in top]

@@ -14,6 +14,7 @@ from typing import IO
 
 import numpy as np
 
+from batkube_py.scheduler import ties
 from batkube_py.scheduler.framework import CycleState, Decision, Profile
 from batkube_py.scheduler.snapshot import NodeTable
 
@@ -77,6 +78,7 @@ class DecisionRecorder:
         if decision.reasons:
             line["filters"] = rejections(decision, nodes, profile)
         if decision.top_scores:
+            line["tie_break"] = ties.rule(profile.kube_version, profile.parallelism)
             line["top"] = [
                 {
                     "node": nodes.names[i],

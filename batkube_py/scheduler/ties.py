@@ -68,3 +68,10 @@ def pick(
         order = found_order()
         return int(order[go_heap_root(total[order])])
     return int(go_heap_root(total))
+
+
+def rule(version: str, parallelism: int) -> str:
+    """How a profile breaks ties, as the decision record names it (`batkube explain` says it in words)."""
+    if version == "1.32":
+        return "uniform"
+    return "heap-drawn-order" if parallelism > 1 else "heap-rotation"
