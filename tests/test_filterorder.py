@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+from batkube_py.scheduler import filterorder
 from batkube_py.scheduler.filterorder import chunk_size, cut, timeline
 
 
@@ -88,7 +89,7 @@ def test_drawn_outcomes_are_exactly_the_possible_ones(n, parallelism, feasible, 
     for _ in range(20000):
         order, processed, checked = cut(pos, n, want, parallelism, rng)
         drawn.add((tuple(int(p) for p in pos[order]), processed))
-        assert int(np.count_nonzero(checked)) == processed
+        assert checked.size == len(set(checked.tolist())) == processed
     assert drawn <= possible
     assert drawn == possible
 
@@ -115,3 +116,54 @@ def test_timeline_runs_each_chunk_in_order_on_at_most_parallelism_workers():
         assert busy.max() <= min(parallelism, -(-n // size))
         if parallelism == 1:
             assert np.all(np.diff(done) > 0)
+
+
+def _full_cut(pos, n, want, parallelism, rng):
+    """cut() without drawing only the chunks that can begin before the cancellation: every piece drawn
+    (the same draws, in the same order), the whole timeline simulated."""
+    size, workers, _ = filterorder._layout(n, parallelism)
+    m = min(n, (max(int(pos[want]) // size + 1, workers) + 4) * size)
+    first, rest = filterorder._draws(rng, m), filterorder._draws(rng, n - m)
+    pause, took = np.concatenate((first[0], rest[0])), np.concatenate((first[1], rest[1]))
+    done, begun, _ = filterorder._timeline(n, parallelism, pause, took)
+    t = done[pos]
+    order = np.argsort(t, kind="stable")
+    cancel = t[order[want]]
+    checked = begun < cancel
+    checked[pos] = False
+    found = pos[order[:want]].tolist()
+    return found, want + int(checked.sum()), sorted(found + checked.nonzero()[0].tolist())
+
+
+@pytest.mark.parametrize("feasible", ["late", "sparse", "all"])
+def test_drawing_only_the_chunks_that_can_begin_changes_nothing(feasible):
+    """1,000 nodes, 16 workers: a cancellation that comes only after later chunks began (feasible nodes
+    at the end of the first chunk and far away) makes cut() draw the rest; either way its outcome is
+    the whole simulation's."""
+    n = 1000
+    pos = {"late": np.array([28, 29, 30, 999]), "sparse": np.arange(0, n, 3), "all": np.arange(n)}[feasible]
+    want = 2 if feasible == "late" else 200
+    extended = 0
+    for seed in range(200):
+        rng = np.random.default_rng(seed)
+        found, processed, checked = cut(pos, n, want, 16, rng)
+        drawn = rng.bit_generator.state["state"]["state"]
+        ref = np.random.default_rng(seed)
+        assert (pos[found].tolist(), processed, sorted(checked.tolist())) == _full_cut(pos, n, want, 16, ref)
+        extended += drawn == ref.bit_generator.state["state"]["state"]
+    if feasible == "late":
+        assert 0 < extended < 200  # both branches taken
+
+
+def test_the_compiled_timeline_adds_as_its_reference_does():
+    """_kernels.race_timeline against the numpy reference: the same bits, prefixes and whole runs."""
+    assert filterorder.race_timeline is not None, "_kernels lacks race_timeline: rebuild (pip install -e .)"
+    rng = np.random.default_rng(3)
+    for n, parallelism in ((1000, 16), (100, 16), (37, 4), (5000, 16), (16, 1), (1000, 64), (7, 3)):
+        size, _, _ = filterorder._layout(n, parallelism)
+        for m in {n, min(n, 3 * size)}:
+            pause, took = filterorder._draws(rng, m)
+            fast = filterorder._timeline(n, parallelism, pause, took)
+            slow = filterorder._timeline_numpy(n, parallelism, pause, took)
+            assert np.array_equal(fast[0], slow[0]) and np.array_equal(fast[1], slow[1])
+            assert fast[2] == slow[2] and (fast[2] == np.inf) == (m == n)

@@ -128,3 +128,36 @@ def go_heap_root(const int64_t[::1] total):
             h[j] = t
             i = j
     return h[0] if n else -1
+
+
+def race_timeline(Py_ssize_t n, Py_ssize_t size, Py_ssize_t workers, const double[::1] pause,
+                  const double[::1] took, double[::1] done, double[::1] begun):
+    """The parallel Filter workers' timeline over the first pause.shape[0] pieces (whole chunks, or all
+    n): each chunk, in order, to the first free worker; on it, a piece begins after its pause and ends
+    after its check. Returns when the next chunk begins (inf when none is left). filterorder.py holds
+    the reference, with the same additions in the same order."""
+    cdef Py_ssize_t m = pause.shape[0]
+    cdef Py_ssize_t i, k, w, best, end
+    cdef double t
+    free_arr = np.zeros(workers)
+    cdef double[::1] free = free_arr
+    for k in range(0, m, size):
+        best = 0
+        for w in range(1, workers):
+            if free[w] < free[best]:
+                best = w
+        t = free[best]
+        end = k + size if k + size < m else m
+        for i in range(k, end):
+            t = t + pause[i]
+            begun[i] = t
+            t = t + took[i]
+            done[i] = t
+        free[best] = t
+    if m >= n:
+        return np.inf
+    t = free[0]
+    for w in range(1, workers):
+        if free[w] < t:
+            t = free[w]
+    return t

@@ -13,9 +13,9 @@ want + the failed nodes checked.
 `parallelism: 1` makes that exact: the rotation order, and `processed` is the position of the
 (want+1)-th feasible node. With more workers the possible orders are the interleavings of the chunks'
 sequences in which chunk k begins only when fewer than `workers` chunks before it are unfinished. The
-twin draws one from the seed: on its worker, each piece waits an exponential time (mean 1/2: the
-worker reaching its cancellation check) and then takes another (its filters), and each chunk goes to the
-first free worker, so every possible interleaving, and every possible set of nodes checked before the
+twin draws one from the seed: on its worker, each piece waits an exponential time (the worker reaching
+its cancellation check) and then takes another of the same mean (its filters), and each chunk goes to
+the first free worker, so every possible interleaving, and every possible set of nodes checked before the
 cancellation, has a positive probability. The probabilities are a model, not a measurement:
 which interleaving a real kube-scheduler produces depends on its cores and Go's goroutine scheduling.
 """
@@ -44,25 +44,55 @@ def chunk_size(n: int, parallelism: int) -> int:
     return max(1, min(math.isqrt(n), n // parallelism + 1))
 
 
-def timeline(n: int, parallelism: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """(when each piece's check ended, when it began), by position from the start index, for one draw."""
+@functools.lru_cache(maxsize=64)
+def _layout(n: int, parallelism: int) -> tuple[int, int, np.ndarray]:
+    """(chunk size, workers, the chunks' first pieces) of Parallelizer.Until over n pieces."""
     size = chunk_size(n, parallelism)
     starts = np.arange(0, n, size)
-    workers = min(parallelism, starts.size)
-    pause = rng.standard_exponential(n) / 2  # before a piece: reaching the cancellation check
-    took = rng.standard_exponential(n) / 2  # the piece itself
-    cum = np.cumsum(pause + took)
-    before = np.concatenate(([0.0], cum[starts[1:] - 1]))  # work done before each chunk, in piece order
-    length = np.append(before[1:], cum[-1]) - before
-    begins = np.zeros(starts.size)
-    if starts.size > workers:  # later chunks wait for the first free worker
-        free = [0.0] * workers
-        for k in range(starts.size):
-            begins[k] = heapq.heappop(free)
-            heapq.heappush(free, begins[k] + length[k])
-    chunk = np.arange(n) // size
-    done = cum - before[chunk] + begins[chunk]
-    begun = done - took
+    return size, min(parallelism, starts.size), starts
+
+
+def _draws(rng: np.random.Generator, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per piece: the wait before its cancellation check, then its check (exponential, equal means)."""
+    e = rng.standard_exponential(2 * m)
+    return e[:m], e[m:]
+
+
+def _timeline_numpy(n: int, parallelism: int, pause: np.ndarray, took: np.ndarray):
+    """(done, begun) of the first len(pause) pieces (whole chunks, or all n), and when the next chunk
+    begins (inf when there is none): the compiled loop's reference, adding in the same order."""
+    size, workers, starts = _layout(n, parallelism)
+    m = pause.size
+    done, begun = np.empty(m), np.empty(m)
+    free = [0.0] * workers
+    for k in starts[starts < m].tolist():  # each chunk to the first free worker
+        end = min(k + size, m)
+        steps = np.empty(2 * (end - k) + 1)
+        steps[0], steps[1::2], steps[2::2] = heapq.heappop(free), pause[k:end], took[k:end]
+        times = np.add.accumulate(steps)
+        begun[k:end], done[k:end] = times[1::2], times[2::2]
+        heapq.heappush(free, float(times[-1]))
+    return done, begun, (free[0] if m < n else math.inf)
+
+
+def _timeline(n: int, parallelism: int, pause: np.ndarray, took: np.ndarray):
+    if race_timeline is None:
+        return _timeline_numpy(n, parallelism, pause, took)
+    size, workers, _ = _layout(n, parallelism)
+    done, begun = np.empty(pause.size), np.empty(pause.size)
+    following = race_timeline(n, size, workers, pause, took, done, begun)
+    return done, begun, following
+
+
+try:
+    from batkube_py.scheduler._kernels import race_timeline
+except ImportError:  # installed without a C compiler, or an older build
+    race_timeline = None
+
+
+def timeline(n: int, parallelism: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """(when each piece's check ended, when it began), by position from the start index, for one draw."""
+    done, begun, _ = _timeline(n, parallelism, *_draws(rng, n))
     return done, begun
 
 
@@ -75,19 +105,33 @@ def cut(pos: np.ndarray, n: int, want: int, parallelism: int, rng: np.random.Gen
     """Upstream stopping after `want` of the len(pos) > want feasible nodes (positions `pos`, ascending).
 
     Returns (indices into `pos` of the nodes found, in the list's order; how many nodes were processed;
-    which positions were checked before the cancellation, None meaning the first `processed`).
+    the positions checked before the cancellation, None meaning the first `processed`).
+
+    Only the chunks that can begin before the cancellation are drawn: first those up to the one holding
+    the (want+1)-th feasible node, or one per worker if more, and four more; all of them if the
+    cancellation comes later than the next chunk's start.
     """
     if parallelism <= 1:
         return np.arange(want), int(pos[want]), None
-    done, begun = timeline(n, parallelism, rng)
-    t = done[pos]
-    part = np.argpartition(t, want)
+    size, workers, _ = _layout(n, parallelism)
+    m = min(n, (max(int(pos[want]) // size + 1, workers) + 4) * size)
+    pause, took = _draws(rng, m)
+    while True:
+        done, begun, following = _timeline(n, parallelism, pause, took)
+        inside = pos[: int(pos.searchsorted(m))]
+        t = done[inside]
+        if t.size > want:
+            part = np.argpartition(t, want)
+            cancel = t[part[want]]  # when the (want+1)-th feasible node cancelled
+            if cancel <= following:  # no later chunk began before it
+                break
+        more = _draws(rng, n - m)
+        pause, took, m = np.concatenate((pause, more[0])), np.concatenate((took, more[1])), n
     found = part[:want][np.argsort(t[part[:want]], kind="stable")]
-    checked = begun < t[part[want]]  # begun before the (want+1)-th feasible node cancelled
-    checked[pos] = False
-    processed = want + int(np.count_nonzero(checked))
-    checked[pos[found]] = True
-    return found, processed, checked
+    checked = begun < cancel
+    checked[inside] = False
+    rejected = checked.nonzero()[0]
+    return found, want + rejected.size, np.concatenate((inside[found], rejected))
 
 
 def recount(levels: list, examined: np.ndarray) -> tuple[dict[str, int], set[str]]:

@@ -159,7 +159,7 @@ class Decision:
     top_scores: list[tuple[int, int]] = field(default_factory=list)  # (node index, total score)
     # plugin → {"raw": [...], "normalized": [...], "weight": w} over the top nodes
     plugin_scores: dict[str, list[dict[str, int]]] = field(default_factory=dict)
-    examined: np.ndarray | None = None  # mask of the nodes checked; None: `evaluated` from the start index
+    examined: np.ndarray | None = None  # the nodes checked; None: `evaluated` from the start index
 
 
 @dataclass
@@ -245,12 +245,12 @@ class Profile:
         """The nodes upstream's filtering keeps of the `found` feasible ones (`head`: in rotation order
         from the start index, at least want+1 of them, all with parallel workers), in the feasible list's
         order; how many nodes it went through (all n if it found no more than `want`); and which nodes it
-        checked when that is not the first `processed` from the start index (else None)."""
+        checked (node indices) when that is not the first `processed` from the start index (else None)."""
         if found <= want:
             return head, n, None
         s = self.next_start
         order, processed, checked = filterorder.cut((head - s) % n, n, want, self.parallelism, self.order_rng)
-        return head[order], processed, None if checked is None else np.roll(checked, s)
+        return head[order], processed, None if checked is None else (checked + s) % n
 
     def _feasible(self, state: CycleState, pod: PodInfo, nodes: NodeTable):
         n, want = len(nodes), self._want(len(nodes))
@@ -263,9 +263,11 @@ class Profile:
         idx, processed, examined = self._cut(idx, found, n, want)
         if found > want and reasons:  # nodes upstream never examined are not counted
             if examined is None:
-                examined = (nodes.all - s) % n < processed
+                examined = ((nodes.all - s) % n < processed).nonzero()[0]
+            seen = np.zeros(n, dtype=bool)
+            seen[examined] = True
             if levels is not None and all(r.masks is not None for _, _, r in levels):
-                reasons, rejected = filterorder.recount(levels, examined)
+                reasons, rejected = filterorder.recount(levels, seen)
             else:
                 reasons, rejected = self._recount(state, pod, nodes, examined)
         if n:
@@ -301,7 +303,7 @@ class Profile:
         return nominated.passes(self, state, pod, nodes, i)
 
     def _recount(self, state: CycleState, pod: PodInfo, nodes: NodeTable, examined: np.ndarray):
-        _, reasons, rejected, _ = self._filter_nodes(state, pod, nodes, examined.nonzero()[0])
+        _, reasons, rejected, _ = self._filter_nodes(state, pod, nodes, np.sort(examined))
         return reasons, rejected
 
     def diagnose(self, pod: PodInfo, nodes: NodeTable) -> tuple[int, dict[str, int]]:

@@ -37,7 +37,7 @@ def rejections(decision: Decision, nodes: NodeTable, profile: Profile) -> dict[s
         plugin = next(iter(decision.rejected_by), "PreFilter")
         return {plugin: {r: [k, nodes.names[:NAMED]] for r, k in decision.reasons.items()}}
     if decision.examined is not None:  # checked by parallel workers, or up to the cut
-        examined = decision.examined.nonzero()[0]
+        examined = np.sort(decision.examined)
     else:
         start = (profile.next_start - decision.evaluated) % n
         examined = np.roll(nodes.all, -start)[: decision.evaluated]
