@@ -167,3 +167,45 @@ def test_the_compiled_timeline_adds_as_its_reference_does():
             slow = filterorder._timeline_numpy(n, parallelism, pause, took)
             assert np.array_equal(fast[0], slow[0]) and np.array_equal(fast[1], slow[1])
             assert fast[2] == slow[2] and (fast[2] == np.inf) == (m == n)
+
+
+def test_the_compiled_cut_picks_what_its_reference_picks():
+    """_kernels.race_cut against the numpy reference: the same nodes in the same order, the same nodes
+    checked, the same refusals when a chunk not drawn could have begun before the cancellation."""
+    assert filterorder.race_cut is not None, "_kernels lacks race_cut: rebuild (pip install -e .)"
+    rng = np.random.default_rng(9)
+    refused = 0
+    for n, parallelism in ((1000, 16), (150, 16), (5000, 16), (300, 4), (120, 64)):
+        size, _, _ = filterorder._layout(n, parallelism)
+        for share in (1, 2, 5):
+            pos = np.sort(rng.choice(n, size=n // share, replace=False)).astype(np.int64)
+            for want in (1, 7, min(100, pos.size - 1)):
+                for m in {n, min(n, (int(pos[want]) // size + 2) * size)}:
+                    pause, took = filterorder._draws(rng, m)
+                    fast = filterorder._cut(pos, n, want, parallelism, pause, took)
+                    slow = filterorder._cut_numpy(pos, n, want, parallelism, pause, took)
+                    refused += fast is None
+                    assert (fast is None) == (slow is None)
+                    if fast is not None:
+                        assert fast[0].tolist() == slow[0].tolist() and fast[1] == slow[1]
+                        assert fast[2].tolist() == slow[2].tolist()
+    assert refused > 0
+
+
+def test_without_the_compiled_loops_every_draw_is_the_same(monkeypatch):
+    """A build without a C compiler draws the same orders from the same seeds."""
+    pos, n = np.arange(0, 1000, 2), 1000
+
+    def draws():
+        rng = np.random.default_rng(4)
+        out = []
+        for want in (100, 420, 3):
+            found, processed, checked = cut(pos, n, want, 16, rng)
+            out.append((found.tolist(), processed, checked.tolist()))
+        out.append(filterorder.completion_order(pos, n, 16, rng).tolist())
+        return out
+
+    fast = draws()
+    monkeypatch.setattr(filterorder, "race_cut", None)
+    monkeypatch.setattr(filterorder, "race_timeline", None)
+    assert draws() == fast

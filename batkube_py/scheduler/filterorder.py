@@ -85,9 +85,9 @@ def _timeline(n: int, parallelism: int, pause: np.ndarray, took: np.ndarray):
 
 
 try:
-    from batkube_py.scheduler._kernels import race_timeline
+    from batkube_py.scheduler._kernels import race_cut, race_timeline
 except ImportError:  # installed without a C compiler, or an older build
-    race_timeline = None
+    race_cut = race_timeline = None
 
 
 def timeline(n: int, parallelism: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -116,17 +116,33 @@ def cut(pos: np.ndarray, n: int, want: int, parallelism: int, rng: np.random.Gen
     size, workers, _ = _layout(n, parallelism)
     m = min(n, (max(int(pos[want]) // size + 1, workers) + 4) * size)
     pause, took = _draws(rng, m)
-    while True:
-        done, begun, following = _timeline(n, parallelism, pause, took)
-        inside = pos[: int(pos.searchsorted(m))]
-        t = done[inside]
-        if t.size > want:
-            part = np.argpartition(t, want)
-            cancel = t[part[want]]  # when the (want+1)-th feasible node cancelled
-            if cancel <= following:  # no later chunk began before it
-                break
+    while (got := _cut(pos, n, want, parallelism, pause, took)) is None:
         more = _draws(rng, n - m)
         pause, took, m = np.concatenate((pause, more[0])), np.concatenate((took, more[1])), n
+    return got
+
+
+def _cut(pos: np.ndarray, n: int, want: int, parallelism: int, pause: np.ndarray, took: np.ndarray):
+    """cut() over the drawn pieces, None when a chunk not drawn could have begun before the cancellation."""
+    if race_cut is not None:
+        size, workers, _ = _layout(n, parallelism)
+        found, checked = np.empty(want, dtype=np.int64), np.empty(pause.size, dtype=np.int64)
+        r = race_cut(n, size, workers, pause, took, pos, want, found, checked)
+        return None if r < 0 else (found, want + r, np.concatenate((pos[found], checked[:r])))
+    return _cut_numpy(pos, n, want, parallelism, pause, took)
+
+
+def _cut_numpy(pos: np.ndarray, n: int, want: int, parallelism: int, pause: np.ndarray, took: np.ndarray):
+    """The compiled race_cut's reference."""
+    done, begun, following = _timeline_numpy(n, parallelism, pause, took)
+    inside = pos[: int(pos.searchsorted(pause.size))]
+    t = done[inside]
+    if t.size <= want:
+        return None
+    part = np.argpartition(t, want)
+    cancel = t[part[want]]  # when the (want+1)-th feasible node ended its check and cancelled
+    if cancel > following:  # a later chunk began before it
+        return None
     found = part[:want][np.argsort(t[part[:want]], kind="stable")]
     checked = begun < cancel
     checked[inside] = False
