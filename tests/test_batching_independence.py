@@ -94,8 +94,11 @@ def test_random_contention_workloads(tmp_path, seed, platform):
     assert done.splits + done.holds + done.shuffles > 0
 
 
-@pytest.mark.xfail(strict=True, reason="known defect: a split instant makes the adapter preempt a job "
-                   "that completes later in the same instant (it is then both killed and completed)")
+@pytest.mark.xfail(
+    strict=True,
+    reason="known defect: a split instant makes the adapter preempt a job "
+    "that completes later in the same instant (it is then both killed and completed)",
+)
 def test_a_preemption_decided_before_the_rest_of_its_instant(tmp_path):
     """With the default 16 filter workers (the order drawn from seed 0) this workload preempts w0!14 at
     30.02 s, the instant it completes; when the double splits that instant (RandomBatching(3)) the
