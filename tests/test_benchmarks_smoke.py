@@ -51,3 +51,10 @@ def test_apiserver_floor_creates_binds_and_deletes_every_pod_and_prints_each_pro
     )
     m = re.search(line, text)
     assert m and all(float(v) > 0 for v in m.groups()), text
+
+
+def test_seed_spread_prints_the_twins_spread_over_seeds():
+    text = _run("benchmarks/seed_spread.py", "--runs", "2", "--no-real")
+    rows = dict(re.findall(r"^(twin 1\.37, parallelism \d+), seeds 0-1\s+.*\s(\d+)\s*$", text, re.M))
+    assert rows == {"twin 1.37, parallelism 16": "2", "twin 1.37, parallelism 1": "1"}, text
+    assert "(no real runs: --no-real)" in text

@@ -175,7 +175,8 @@ def test_malformed_messages_give_clear_errors(raw, needle):
 
 
 def test_same_seed_same_decisions_and_seed_matters_for_ties():
-    """1.32 draws ties from the seeded generator; 1.37 takes the heap root: the seed plays no part."""
+    """1.32 draws ties from the seeded generator; 1.37 takes the heap root over the order the default 16
+    filter workers found the nodes in, which the seed draws: both vary by seed, same seed same choices."""
 
     def placements(seed, version):
         p = dp(seed=seed, kube_version=version)
@@ -185,7 +186,8 @@ def test_same_seed_same_decisions_and_seed_matters_for_ties():
 
     assert placements(0, "1.32") == placements(0, "1.32")
     assert len({tuple(placements(s, "1.32")) for s in range(5)}) > 1
-    assert len({tuple(placements(s, "1.37")) for s in range(5)}) == 1
+    assert placements(0, "1.37") == placements(0, "1.37")
+    assert len({tuple(placements(s, "1.37")) for s in range(5)}) > 1
 
 
 def test_pods_csv_holds_requests_as_numbers(tmp_path):

@@ -150,3 +150,36 @@ def test_record_filters_add_up_to_the_cycles_reasons(tmp_path: Path) -> None:
                 summed[reason] = summed.get(reason, 0) + count
                 assert 0 < len(names) <= min(count, 3) and x["node"] not in names
         assert summed == x["reasons"] and sorted(x["filters"]) == x["rejected_by"]
+
+
+@pytest.mark.parametrize(
+    "extra, says",
+    [
+        ((), "order drawn from the seed (kube-scheduler 1.37, parallelism > 1)"),
+        (("--scheduler-config", "SERIAL"), "with no seed (kube-scheduler 1.37, parallelism 1)"),
+        (("--kube-version", "1.32"), "drawn uniformly from the seed (kube-scheduler 1.32)"),
+    ],
+)
+def test_the_choice_among_tied_nodes_names_what_the_seed_did(tmp_path: Path, extra, says) -> None:
+    """One job on four empty, equal nodes: all tie, and the last line says how this run broke the tie."""
+    platform, workload = tmp_path / "p.xml", tmp_path / "w.json"
+    assert CliRunner().invoke(main, ["platform", "-n", "4", "-c", "2", "-o", str(platform)]).exit_code == 0
+    profiles = {"one": {"type": "delay", "delay": 5, "cpu": "1"}}
+    jobs = [{"id": "1", "subtime": 0, "res": 1, "profile": "one"}]
+    workload.write_text(json.dumps({"nb_res": 4, "profiles": profiles, "jobs": jobs}))
+    serial = tmp_path / "serial.yaml"
+    serial.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nparallelism: 1\n"
+    )
+    _run(
+        tmp_path / "run",
+        platform,
+        workload,
+        "--record-decisions",
+        *(str(serial) if e == "SERIAL" else e for e in extra),
+    )
+    result = explain(tmp_path / "run", "w0-1")
+    assert result.exit_code == 0, result.output
+    last = " ".join(result.output.split()).rpartition("chosen: ")[2]
+    assert "tied with the best total" in last or "ties broken" in last
+    assert says in last, result.output

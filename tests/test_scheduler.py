@@ -256,14 +256,15 @@ def test_reasons_recounted_from_masks_equal_filtering_the_examined_nodes_again(m
             profile.next_start = start
             state = CycleState()
             assert profile.pre_filter(state, probe, table) is None
-            idx, reasons, rejected, processed = profile._feasible(state, probe, table)
-            out.append((idx.tolist(), reasons, rejected, processed))
+            idx, reasons, rejected, processed, examined = profile._feasible(state, probe, table)
+            assert examined.size == len(set(examined.tolist())) == processed
+            out.append((idx.tolist(), reasons, rejected, processed, sorted(examined.tolist())))
         return out
 
-    fast = feasible(strip=False)
+    fast = feasible(strip=False)  # the default parallelism: the examined nodes drawn, the same draws
     slow = feasible(strip=True)
     assert fast == slow
-    assert all(0 < processed < 300 and reasons for _, reasons, _, processed in fast)
+    assert all(0 < processed < 300 and reasons for _, reasons, _, processed, _ in fast)
 
 
 def test_quick_feasibility_picks_what_the_exact_path_picks(tmp_path):

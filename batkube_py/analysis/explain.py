@@ -47,6 +47,7 @@ class Attempt(BaseModel):
     rejected_by: list[str] = []
     filters: dict[str, dict[str, tuple[int, list[str]]]] = {}  # plugin → reason → (count, some nodes)
     top: list[Ranked] = []
+    tie_break: str = ""  # scheduler/ties.py rule(); "" in records written before 2026-11-27
     # a pod group's cycle (one attempt for the whole group): its minCount, why it failed, each member's node
     group: str = ""
     min_count: int = 0

@@ -90,6 +90,15 @@ def _fit(a: Attempt) -> str:
     return f"attempt {a.attempt} at {seconds(a.time)} s, {a.feasible} of {a.evaluated or a.nodes} nodes fit"
 
 
+TIE_BREAKS = {
+    "uniform": "drawn uniformly from the seed (kube-scheduler 1.32)",
+    "heap-drawn-order": "by the root of Go's heap over the order the parallel Filter workers found the "
+    "nodes in, an order drawn from the seed (kube-scheduler 1.37, parallelism > 1)",
+    "heap-rotation": "by the root of Go's heap over the nodes in rotation order from nextStartNodeIndex, "
+    "with no seed (kube-scheduler 1.37, parallelism 1)",
+}
+
+
 def choice_note(a: Attempt) -> str:
     if not a.top:
         return (
@@ -97,11 +106,12 @@ def choice_note(a: Attempt) -> str:
         )
     best = a.top[0].total
     ties = sum(r.total == best for r in a.top)
+    rule = TIE_BREAKS.get(a.tie_break, "as the twin's kube-scheduler version breaks them (docs/versions.md)")
     if a.node in {r.node for r in a.top}:
-        tied = " (ties broken by the seeded random tie-break)" if ties > 1 else ""
+        tied = f" (ties broken {rule})" if ties > 1 else ""
         return f"chosen: {a.node}, best total {best}{tied}"
     return (
-        f"chosen: {a.node}, tied with the best total {best}; ties are broken by the seeded random tie-break "
+        f"chosen: {a.node}, tied with the best total {best}; ties are broken {rule}, "
         f"and the table shows the first {len(a.top)} in node order"
     )
 

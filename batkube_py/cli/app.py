@@ -125,13 +125,22 @@ def _embedded_options(f):
     )(f)
 
 
+SEED_HELP = (
+    "Seed of the run's random draws (with the embedded twin: same seed, same outputs). As 1.37 the twin "
+    "draws from it the order its parallel Filter workers (`parallelism`, default 16) find the nodes in, "
+    "which decides the tied node that wins; with `parallelism: 1` its ties take no draw. As 1.32 it draws "
+    "the tied node itself. Both draw preemption's start offset, and --startup-latency its delays. The "
+    "real kube-scheduler (--backend apiserver) makes its own random choices."
+)
+
+
 @main.command("run")
 @click.option("--platform", "-p", type=InputFile(), required=True,
               help="SimGrid platform XML (README's platforms/... come with batkube-py when not here).")
 @click.option("--workload", "-w", type=InputFile(), required=True,
               help="Batsim JSON workload (README's workloads/... come with batkube-py when not here).")
 @click.option("--out", "-o", type=_path, required=True, help="Run directory for every output.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the scheduler's tie-breaking.")
+@click.option("--seed", type=int, default=0, show_default=True, help=SEED_HELP)
 @click.option("--batsim", default=None,
               help="Batsim executable, or `double` for the packaged Batsim 4.2.1 double "
               "(default: `batsim` on PATH, else the double).")
@@ -214,7 +223,7 @@ def _with_backend(api_cfg, out, body):
     "printed at start, so that no other Batsim on the host reaches this adapter by accident.",
 )  # fmt: skip
 @click.option("--out", "-o", type=_path, default=None, help="Directory for pods.csv, summary.json, ...")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the scheduler's tie-breaking.")
+@click.option("--seed", type=int, default=0, show_default=True, help=SEED_HELP)
 @click.option("--idle-timeout", type=SECONDS, default=600.0, show_default=True,
               help="Give up after this many seconds without a message from Batsim.")  # fmt: skip
 @click.option("--overwrite", is_flag=True, help="Replace the outputs of an earlier run in --out.")

@@ -35,7 +35,8 @@ _file = click.Path(exists=True, dir_okay=False, path_type=Path)
     default=None,
     help="Use the control plane `batkube controlplane up` started there (default: a private one).",
 )
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the twin's tie-breaking.")
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Seed of the twin's draws (see `batkube run --help`).")  # fmt: skip
 @click.option("--batsim", default=None, help="Batsim executable, or `double` (default: as `batkube run`).")
 @click.option("--overwrite", is_flag=True, help="Replace the outputs of an earlier run in --out.")
 @click.option(

@@ -128,3 +128,109 @@ def go_heap_root(const int64_t[::1] total):
             h[j] = t
             i = j
     return h[0] if n else -1
+
+
+cdef double _race(Py_ssize_t n, Py_ssize_t size, Py_ssize_t workers, const double[::1] pause,
+                  const double[::1] took, double[::1] done, double[::1] begun):
+    cdef Py_ssize_t m = pause.shape[0]
+    cdef Py_ssize_t i, k, w, best, end
+    cdef double t
+    free_arr = np.zeros(workers)
+    cdef double[::1] free = free_arr
+    for k in range(0, m, size):
+        best = 0
+        for w in range(1, workers):
+            if free[w] < free[best]:
+                best = w
+        t = free[best]
+        end = k + size if k + size < m else m
+        for i in range(k, end):
+            t = t + pause[i]
+            begun[i] = t
+            t = t + took[i]
+            done[i] = t
+        free[best] = t
+    if m >= n:
+        return np.inf
+    t = free[0]
+    for w in range(1, workers):
+        if free[w] < t:
+            t = free[w]
+    return t
+
+
+def race_timeline(Py_ssize_t n, Py_ssize_t size, Py_ssize_t workers, const double[::1] pause,
+                  const double[::1] took, double[::1] done, double[::1] begun):
+    """The parallel Filter workers' timeline over the first pause.shape[0] pieces (whole chunks, or all
+    n): each chunk, in order, to the first free worker; on it, a piece begins after its pause and ends
+    after its check. Returns when the next chunk begins (inf when none is left). filterorder.py holds
+    the reference, with the same additions in the same order."""
+    return _race(n, size, workers, pause, took, done, begun)
+
+
+cdef inline void _sift(const double* key, int64_t* h, Py_ssize_t i, Py_ssize_t size) noexcept nogil:
+    """Max-heap on key[h[.]]: move h[i] down."""
+    cdef Py_ssize_t j
+    cdef int64_t x
+    while True:
+        j = 2 * i + 1
+        if j >= size:
+            return
+        if j + 1 < size and key[h[j + 1]] > key[h[j]]:
+            j += 1
+        if not key[h[j]] > key[h[i]]:
+            return
+        x = h[i]
+        h[i] = h[j]
+        h[j] = x
+        i = j
+
+
+def race_cut(Py_ssize_t n, Py_ssize_t size, Py_ssize_t workers, const double[::1] pause,
+             const double[::1] took, const int64_t[::1] pos, Py_ssize_t want, int64_t[::1] found,
+             int64_t[::1] checked):
+    """filterorder.cut over the drawn pieces: `found` gets the `want` feasible nodes first done (indices
+    into `pos`, in order), `checked` the rejected positions begun before the (want+1)-th one ended
+    (ascending); returns how many, or -1 when a chunk not drawn could have begun before it."""
+    cdef Py_ssize_t m = pause.shape[0]
+    cdef Py_ssize_t f = 0, i, k, r = 0, top = want + 1
+    cdef double following, cancel
+    done_arr, begun_arr = np.empty(m), np.empty(m)
+    cdef double[::1] done = done_arr
+    cdef double[::1] begun = begun_arr
+    following = _race(n, size, workers, pause, took, done, begun)
+    t_arr = np.empty(pos.shape[0])
+    cdef double[::1] t = t_arr
+    while f < pos.shape[0] and pos[f] < m:
+        t[f] = done[pos[f]]
+        f += 1
+    if f <= want:
+        return -1
+    heap_arr = np.empty(top, dtype=np.int64)
+    cdef int64_t[::1] h = heap_arr
+    for i in range(top):
+        h[i] = i
+    for i in range(top // 2 - 1, -1, -1):
+        _sift(&t[0], &h[0], i, top)
+    for i in range(top, f):  # the want+1 earliest in the heap, the latest of them at its root
+        if t[i] < t[h[0]]:
+            h[0] = i
+            _sift(&t[0], &h[0], 0, top)
+    cancel = t[h[0]]
+    if cancel > following:
+        return -1
+    for k in range(top - 1, 0, -1):  # heap sort: ascending done
+        i = h[0]
+        h[0] = h[k]
+        h[k] = i
+        _sift(&t[0], &h[0], 0, k)
+    for i in range(want):
+        found[i] = h[i]
+    k = 0
+    for i in range(m):
+        if k < f and pos[k] == i:
+            k += 1
+        elif begun[i] < cancel:
+            checked[r] = i
+            r += 1
+    return r

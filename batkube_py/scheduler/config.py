@@ -332,7 +332,8 @@ def build_profiles(config: SchedulerConfig, seed: int) -> list[Profile]:
     """Framework profiles, one plugin instance per name shared by its extension points, as upstream.
 
     Each profile draws ties from its own generator, seeded by (seed, profile index), so adding a profile
-    never changes another profile's choices.
+    never changes another profile's choices; the order its parallel Filter workers find nodes in comes
+    from a second one, so that drawing it leaves the ties and preemption offsets of 1.32 runs as they were.
     """
     out = []
     for k, spec in enumerate(config.profiles):
@@ -349,6 +350,8 @@ def build_profiles(config: SchedulerConfig, seed: int) -> list[Profile]:
                 scorers=[(instances[n], weights[n]) for n in spec.points["score"] if instances[n].scores],
                 rng=np.random.default_rng(np.random.SeedSequence([seed, k])),
                 kube_version=config.kube_version,
+                parallelism=config.parallelism,
+                order_rng=np.random.default_rng(np.random.SeedSequence([seed, k, 1])),
                 percentage_of_nodes_to_score=config.percentage_of_nodes_to_score if pct is None else pct,
                 preemption=None
                 if spec.preemption is None

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from batkube_py.scheduler import nominated, ties
+from batkube_py.scheduler import filterorder, nominated, ties
 from batkube_py.scheduler.podinfo import PodInfo
 from batkube_py.scheduler.snapshot import NodeTable
 from batkube_py.scheduler.versions import DEFAULT_KUBE_VERSION
@@ -159,22 +159,17 @@ class Decision:
     top_scores: list[tuple[int, int]] = field(default_factory=list)  # (node index, total score)
     # plugin → {"raw": [...], "normalized": [...], "weight": w} over the top nodes
     plugin_scores: dict[str, list[dict[str, int]]] = field(default_factory=dict)
-
-
-@functools.lru_cache(maxsize=64)  # asked once per cycle with the same few arguments
-def num_feasible_nodes_to_find(n: int, percentage: int) -> int:
-    """schedule_one.go numFeasibleNodesToFind: all nodes below 100, else an adaptive share (≥ 5 %)."""
-    if n < 100 or percentage >= 100:
-        return n
-    if percentage <= 0:
-        percentage = max(5, 50 - n // 125)
-    return max(100, n * percentage // 100)
+    examined: np.ndarray | None = None  # the nodes checked; None: `evaluated` from the start index
 
 
 @dataclass
 class Profile:
     """A scheduler profile: one schedulerName, its plugins and weights, its own tie-breaking RNG (1.32;
-    1.37 breaks ties without one, ties.py) and, for preemption's random offset, the same RNG."""
+    1.37 breaks ties without one, ties.py) and, for preemption's random offset, the same RNG.
+
+    With `parallelism` above 1 the order in which filtering finds the feasible nodes, and with it the
+    1.37 tie-break and the nodes a sampling cycle keeps, comes from `order_rng` (filterorder.py); 1 is
+    upstream's serial rotation, exact and without a draw."""
 
     scheduler_name: str
     filters: list[Plugin]
@@ -185,6 +180,8 @@ class Profile:
     next_start: int = 0
     preemption: PreemptionArgs | None = field(default_factory=PreemptionArgs)  # DefaultPreemption
     kube_version: str = DEFAULT_KUBE_VERSION
+    parallelism: int = 1
+    order_rng: np.random.Generator | None = None
 
     def __post_init__(self) -> None:
         if not self.pre_filters:
@@ -195,6 +192,8 @@ class Profile:
             self.pre_filters = seen
         # only plugins with a PreFilter of their own: the base one has nothing to say
         self._pre_filtering = [p for p in self.pre_filters if type(p).pre_filter is not Plugin.pre_filter]
+        if self.order_rng is None:
+            self.order_rng = self.rng
 
     @property
     def filter_names(self) -> frozenset[str]:
@@ -225,27 +224,33 @@ class Profile:
         n, want = len(nodes), self._want(len(nodes))
         # the feasible nodes in rotation order from the start index, only as far as the cut needs them
         k = int(fits.searchsorted(self.next_start)) if self.next_start else 0
-        head = fits[k : k + want]
-        if head.size < min(want, fits.size):
-            head = np.concatenate((head, fits[: min(want, fits.size) - head.size]))
-        idx, processed = self._cut(head, fits.size, n, want)
+        need = fits.size if self.parallelism > 1 else min(want + 1, fits.size)
+        head = fits[k : k + need]
+        if head.size < need:
+            head = np.concatenate((head, fits[: need - head.size]))
+        idx, processed, examined = self._cut(head, fits.size, n, want)
         self.next_start = (self.next_start + processed) % n
-        return idx, {}, frozenset(), processed
+        return idx, {}, frozenset(), processed, examined
 
     def samples(self, n: int) -> bool:
         """Whether upstream may stop filtering before the last node of n (numFeasibleNodesToFind)."""
         return self._want(n) < n
 
     def _want(self, n: int) -> int:
-        return num_feasible_nodes_to_find(n, self.percentage_of_nodes_to_score) if self.scorers else 1
+        if not self.scorers:
+            return 1
+        return filterorder.num_feasible_nodes_to_find(n, self.percentage_of_nodes_to_score)
 
-    def _cut(self, head: np.ndarray, found: int, n: int, want: int) -> tuple[np.ndarray, int]:
-        """The first `want` of the `found` feasible nodes (`head`: at least those, in rotation order from
-        the start index) and how many nodes upstream went through to find them (all n if it found fewer)."""
+    def _cut(self, head: np.ndarray, found: int, n: int, want: int):
+        """The nodes upstream's filtering keeps of the `found` feasible ones (`head`: in rotation order
+        from the start index, at least want+1 of them, all with parallel workers), in the feasible list's
+        order; how many nodes it went through (all n if it found no more than `want`); and which nodes it
+        checked (node indices) when that is not the first `processed` from the start index (else None)."""
         if found <= want:
-            return head, n
-        head = head[:want]
-        return head, int((head[-1] - self.next_start) % n) + 1
+            return head, n, None
+        s = self.next_start
+        order, processed, checked = filterorder.cut((head - s) % n, n, want, self.parallelism, self.order_rng)
+        return head[order], processed, None if checked is None else (checked + s) % n
 
     def _feasible(self, state: CycleState, pod: PodInfo, nodes: NodeTable):
         n, want = len(nodes), self._want(len(nodes))
@@ -255,27 +260,19 @@ class Profile:
         idx = nodes.all if s == 0 else np.concatenate((nodes.all[s:], nodes.all[:s]))
         idx, reasons, rejected, levels = self._filter_nodes(state, pod, nodes, idx)
         found = idx.size
-        idx, processed = self._cut(idx, found, n, want)
-        if found > want and reasons:  # nodes past the cut were never examined upstream: uncounted
+        idx, processed, examined = self._cut(idx, found, n, want)
+        if found > want and reasons:  # nodes upstream never examined are not counted
+            if examined is None:
+                examined = ((nodes.all - s) % n < processed).nonzero()[0]
+            seen = np.zeros(n, dtype=bool)
+            seen[examined] = True
             if levels is not None and all(r.masks is not None for _, _, r in levels):
-                reasons, rejected = self._recount_masks(levels, n, processed)
+                reasons, rejected = filterorder.recount(levels, seen)
             else:
-                reasons, rejected = self._recount(state, pod, nodes, processed)
+                reasons, rejected = self._recount(state, pod, nodes, examined)
         if n:
             self.next_start = (self.next_start + processed) % n
-        return idx, reasons, frozenset(rejected), processed
-
-    def _recount_masks(self, levels: list, n: int, processed: int):
-        """The reasons of the first `processed` nodes from the start index, from the filters' masks."""
-        reasons: dict[str, int] = {}
-        rejected: set[str] = set()
-        for name, given, result in levels:
-            examined = (given - self.next_start) % n < processed
-            for reason, bad in result.masks.items():
-                if (k := int(np.count_nonzero(bad & examined))) > 0:
-                    rejected.add(name)
-                    reasons[reason] = reasons.get(reason, 0) + k
-        return reasons, rejected
+        return idx, reasons, frozenset(rejected), processed, examined
 
     def _filter_chain(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray):
         """Filters in order, each on the nodes the previous ones kept (a node counts under its first
@@ -305,10 +302,8 @@ class Profile:
         WithNominatedPods): the nominated node's shortcut and preemption's dry run ask this."""
         return nominated.passes(self, state, pod, nodes, i)
 
-    def _recount(self, state: CycleState, pod: PodInfo, nodes: NodeTable, processed: int):
-        s = self.next_start
-        examined = np.concatenate((nodes.all[s:], nodes.all[:s]))[:processed]
-        _, reasons, rejected, _ = self._filter_nodes(state, pod, nodes, examined)
+    def _recount(self, state: CycleState, pod: PodInfo, nodes: NodeTable, examined: np.ndarray):
+        _, reasons, rejected, _ = self._filter_nodes(state, pod, nodes, np.sort(examined))
         return reasons, rejected
 
     def diagnose(self, pod: PodInfo, nodes: NodeTable) -> tuple[int, dict[str, int]]:
@@ -343,23 +338,30 @@ class Profile:
         if (i := pod.nominated_node) is not None and self.passes(state, pod, nodes, i):
             return Decision(pod, i, 1, {}, frozenset(), 1)
         quick = None if explain else self._feasible_quick(state, pod, nodes)
-        idx, reasons, rejected, processed = quick or self._feasible(state, pod, nodes)
+        idx, reasons, rejected, processed, examined = quick or self._feasible(state, pod, nodes)
         if idx.size == 0:
             return Decision(pod, None, 0, reasons, rejected, processed)
         if idx.size == 1 or not self.scorers:
             return Decision(pod, int(idx[0]), int(idx.size), reasons, rejected, processed)
         total, per_plugin = self._score(state, pod, nodes, idx, explain)
         first, count = first_max(total)
-        pick = ties.pick(total, first, count, self.kube_version, self.rng)
+        draw = None  # parallel workers' order among every node (all checked): drawn if the heap needs it
+        if self.parallelism > 1 and examined is None:
+            draw = functools.partial(self._found_order, idx, len(nodes))
+        pick = ties.pick(total, first, count, self.kube_version, self.rng, draw)
         decision = Decision(pod, int(idx[pick]), int(idx.size), reasons, rejected, processed)
+        decision.examined = examined
         if explain:
-            top = np.argsort(-total, kind="stable")[:3]
+            top = np.lexsort((idx, -total))[:3]  # best first, then in node order
             decision.top_scores = [(int(idx[t]), int(total[t])) for t in top]
             decision.plugin_scores = {
                 name: [{"raw": int(r[t]), "normalized": int(n[t]), "weight": w} for t in top]
                 for name, (r, n, w) in per_plugin.items()
             }
         return decision
+
+    def _found_order(self, idx: np.ndarray, n: int) -> np.ndarray:
+        return filterorder.completion_order((idx - self.next_start) % n, n, self.parallelism, self.order_rng)
 
     def _score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray, explain: bool):
         """Total weighted score per node of `idx`, and (explain) each plugin's (raw, normalized, weight)."""

@@ -14,6 +14,7 @@ from typing import IO
 
 import numpy as np
 
+from batkube_py.scheduler import ties
 from batkube_py.scheduler.framework import CycleState, Decision, Profile
 from batkube_py.scheduler.snapshot import NodeTable
 
@@ -24,9 +25,10 @@ NAMED = 3
 def rejections(decision: Decision, nodes: NodeTable, profile: Profile) -> dict[str, dict[str, list]]:
     """plugin → reason → [nodes rejected, first names], over the nodes the cycle examined.
 
-    The cycle keeps only per-reason counts, so the filters run again on the nodes it examined (from the
-    start index it began at, before the nominated pods' reservations are released): same counts as
-    `reasons`, no RNG draw, no state change. Only recorded runs pay for it.
+    The cycle keeps only per-reason counts, so the filters run again on the nodes it examined (those its
+    parallel workers checked, or the run from the start index it began at; before the nominated pods'
+    reservations are released): same counts as `reasons`, no RNG draw, no state change. Only recorded
+    runs pay for it.
     """
     if not decision.reasons:
         return {}
@@ -34,8 +36,11 @@ def rejections(decision: Decision, nodes: NodeTable, profile: Profile) -> dict[s
     if decision.evaluated == 0:  # a PreFilter ruled the pod out everywhere
         plugin = next(iter(decision.rejected_by), "PreFilter")
         return {plugin: {r: [k, nodes.names[:NAMED]] for r, k in decision.reasons.items()}}
-    start = (profile.next_start - decision.evaluated) % n
-    examined = np.roll(nodes.all, -start)[: decision.evaluated]
+    if decision.examined is not None:  # checked by parallel workers, or up to the cut
+        examined = np.sort(decision.examined)
+    else:
+        start = (profile.next_start - decision.evaluated) % n
+        examined = np.roll(nodes.all, -start)[: decision.evaluated]
     state = CycleState()
     profile.pre_filter(state, decision.pod, nodes)
     _, _, _, levels = profile._filter_chain(state, decision.pod, nodes, examined)
@@ -73,6 +78,7 @@ class DecisionRecorder:
         if decision.reasons:
             line["filters"] = rejections(decision, nodes, profile)
         if decision.top_scores:
+            line["tie_break"] = ties.rule(profile.kube_version, profile.parallelism)
             line["top"] = [
                 {
                     "node": nodes.names[i],

@@ -9,10 +9,14 @@ score, or an equal score and a higher Randomizer" — and pops the root. Randomi
 extender scored, so without extenders it is 0 everywhere and the winner is whatever heap.Init leaves at
 index 0. That is not simply the first best node: Init sifts down from n/2−1 to 0, moving a node down only
 below a strictly better child, and preferring the left child unless the right one is strictly better.
-With `parallelism: 1` the filtering order is the rotation from nextStartNodeIndex, which the twin uses.
+With `parallelism: 1` the filtering order is the rotation from nextStartNodeIndex; with more workers it
+is the order they found the nodes in, which the twin draws from the seed (filterorder.py), so that the
+1.37 winner among tied nodes varies with `--seed` as it varies from run to run upstream.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 
@@ -43,10 +47,31 @@ except ImportError:  # installed without a C compiler
     go_heap_root = go_heap_root_numpy
 
 
-def pick(total: np.ndarray, first: int, count: int, version: str, rng: np.random.Generator) -> int:
-    """Index into `total` of the chosen node; `first`/`count`: the first best index and how many tie."""
+def pick(
+    total: np.ndarray,
+    first: int,
+    count: int,
+    version: str,
+    rng: np.random.Generator,
+    found_order: Callable[[], np.ndarray] | None = None,
+) -> int:
+    """Index into `total` of the chosen node; `first`/`count`: the first best index and how many tie.
+
+    `total` is in the order filtering found the nodes, or, when `found_order` is given, in rotation
+    order with `found_order()` drawing the order parallel workers found them in (filterorder.py): drawn
+    only when 1.37's heap needs it, since 1.32's uniform choice does not depend on the order."""
     if count == 1:
         return first
     if version == "1.32":
         return int((total == total[first]).nonzero()[0][rng.integers(count)])
+    if found_order is not None:
+        order = found_order()
+        return int(order[go_heap_root(total[order])])
     return int(go_heap_root(total))
+
+
+def rule(version: str, parallelism: int) -> str:
+    """How a profile breaks ties, as the decision record names it (`batkube explain` says it in words)."""
+    if version == "1.32":
+        return "uniform"
+    return "heap-drawn-order" if parallelism > 1 else "heap-rotation"
