@@ -100,6 +100,7 @@ class KueueCluster(QueueCluster):
     # ---- pods -----------------------------------------------------------------------------------
 
     def add_pod(self, pod: client.V1Pod, job_id: str, now: float) -> None:
+        self._gone.discard(pod.metadata.name)  # a victim not bound yet comes back under its name
         labels = dict(pod.metadata.labels or {})
         if kq.QUEUE_LABEL not in labels:
             super().add_pod(pod, job_id, now)
@@ -179,8 +180,9 @@ class KueueCluster(QueueCluster):
             for why, polls in (st.get("waits") or {}).items():
                 self.kueue_waits[why] = self.kueue_waits.get(why, 0) + polls
             log.debug("Kueue settled at t=%s in %s s: %s", now, st.get("wall"), st.get("waits"))
-            self._admit(st.get("ungated") or [], now)
             victims = [d for d in st.get("deleted") or [] if d["pod"].startswith(own)]
+            # admitted and preempted in one settle: reported both ways, never released to kube-scheduler
+            self._admit(st.get("ungated") or [], now, {d["pod"][len(own) :] for d in victims})
             victims = [
                 d for d in victims if (n := d["pod"][len(own) :]) in self.specs and n not in self._stopping
             ]
@@ -194,7 +196,7 @@ class KueueCluster(QueueCluster):
         self._break(f"Kueue still preempting after {MAX_ROUNDS} rounds at t={now}")
         raise BackendError(self.broken or "")
 
-    def _admit(self, ungated: list[dict], now: float) -> None:
+    def _admit(self, ungated: list[dict], now: float, stopped: set[str]) -> None:
         admitted = [a for a in ungated if a.get("pod") in self._managed]
         admitted.sort(key=lambda a: self._managed[a["pod"]])
         for a in admitted:
@@ -205,6 +207,8 @@ class KueueCluster(QueueCluster):
             self._admissions.append(Admission(pod=name, queue=a.get("local_queue") or "",
                                               cluster_queue=a.get("cluster_queue") or "", flavor=flavor,
                                               at=now))  # fmt: skip
+            if name in stopped:
+                continue
             if selector := a.get("node_selector"):
                 self._shadow_selector(name, selector)
             self.ungate_pod(name, now)
@@ -294,13 +298,13 @@ class KueueCluster(QueueCluster):
             "kueue_settle_wall": round(self.kueue_wall, 3),
         }
 
-    def close(self) -> None:
+    def close(self, interrupted: bool = False) -> None:
         if not self._closed:
             if self.kueue_clock is not None:
                 self.kueue_clock.end()
             self.kueue.stop()
             self._release_finalizers()
-        super().close()
+        super().close(interrupted)
 
     def _release_finalizers(self) -> None:
         """Pods Kueue no longer runs to finalize: their finalizer goes, so the run's cleanup ends."""
