@@ -131,6 +131,7 @@ class Variant(_Model):
     repetitions: int | None = Field(None, ge=1, description="default: the experiment's")
     failures_expected: bool = Field(False, description="failed runs are data (success rate), not errors")
     exclusive: bool | None = Field(None, description="run alone (wall-clock-sensitive); default: apiserver")
+    queues: str | Generated | None = Field(None, description="a Kueue queues file: `batkube run --queues`")
     run_args: list[str] = []
 
     @model_validator(mode="after")
@@ -152,6 +153,8 @@ class Table(_Model):
     metrics: list[str] = ["makespan", "mean_waiting_time"]
     digits: int = Field(1, ge=0, le=6)
     compare: bool = Field(True, description="full per-case comparison (loads every run; off for scale)")
+    per_queue: bool = Field(False, description="per-queue waits and Jain's index in every run, the queues "
+                            "from the case's workload and a variant's queues file (analysis/tenants.py)")
 
 
 class Experiment(_Model):
