@@ -98,9 +98,15 @@ def keys(metrics: list[dict]) -> tuple[str, ...]:
     """The tenant metrics some run has, in one order for every table: summary rows, then each tenant."""
     found = dict.fromkeys(k for mt in metrics for k in mt if "[" in k and k.split("[")[0] in _NAMES)
     summary = [k for k in found if "=" not in k]
-    per = sorted((k for k in found if "=" in k), key=lambda k: (LEVELS.index(k.split("[")[1].split("=")[0]),
-                                                               m.natural_key(k.split("=")[1]), k))
+    per = sorted((k for k in found if "=" in k), key=_tenant_order)
     return tuple(summary + per)
+
+
+def _tenant_order(key: str) -> tuple:
+    """ClusterQueues before LocalQueues, tenants in natural order, each one's mean wait before its max."""
+    name, _, rest = key.partition("[")
+    level, _, tenant = rest.rstrip("]").partition("=")
+    return LEVELS.index(level), m.natural_key(tenant), not name.startswith("mean")
 
 
 _NAMES = {"jain_mean_waiting_time", "jain_mean_bounded_slowdown", "worst_mean_waiting_time",
