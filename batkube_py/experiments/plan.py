@@ -177,6 +177,11 @@ def _case_tasks(
                     rdir = rdir / f"{param}={value:g}"
                 rdir = rdir / f"rep{rep}"
                 argv = [*common, *vargs, "--seed", str(seed)]
+                command = ("run",)
+                if v.baseline is not None:
+                    argv = [*common[:5], *(["--batsim", batsim] if batsim else []), *v.run_args,
+                            "--seed", str(seed)]  # -p, -w, --no-progress: no Batsim args, no backend
+                    command = ("baseline", "run", v.baseline)
                 tasks.append(
                     Task(
                         case=case.name,
@@ -187,7 +192,7 @@ def _case_tasks(
                         rep=rep,
                         seed=seed,
                         out=rdir,
-                        argv=(sys.executable, "-m", "batkube_py.cli", "run", *argv, "-o", str(rdir)),
+                        argv=(sys.executable, "-m", "batkube_py.cli", *command, *argv, "-o", str(rdir)),
                         key=_key(argv, inputs),
                         timeout=exp.run_timeout,
                         exclusive=v.is_exclusive,

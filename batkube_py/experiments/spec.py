@@ -132,12 +132,23 @@ class Variant(_Model):
     failures_expected: bool = Field(False, description="failed runs are data (success rate), not errors")
     exclusive: bool | None = Field(None, description="run alone (wall-clock-sensitive); default: apiserver")
     queues: str | Generated | None = Field(None, description="a Kueue queues file: `batkube run --queues`")
+    baseline: Literal["easy"] | None = Field(None, description="a batch scheduler as the decision process "
+                                             "instead of batkube: `batkube baseline run` (run_args go there)")
     run_args: list[str] = []
 
     @model_validator(mode="after")
     def _backend_options(self) -> Variant:
         if self.backend == "embedded" and (self.sync is not None or self.sweep is not None):
             raise ValueError("sync and sweep apply to backend: apiserver only")
+        if self.baseline is not None:
+            batkube_only = {
+                "backend": self.backend != "embedded", "startup_latency": self.startup_latency,
+                "scheduler_config": self.scheduler_config, "record_decisions": self.record_decisions,
+                "queues": self.queues,
+            }  # fmt: skip
+            given = [name for name, value in batkube_only.items() if value]
+            if given:
+                raise ValueError(f"a baseline runs without batkube: no {', '.join(given)}")
         return self
 
     @property

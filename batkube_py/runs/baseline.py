@@ -11,6 +11,7 @@ group. There are no pods: EASY allocates Batsim's resources (one per host) direc
 from __future__ import annotations
 
 import json
+import math
 import os
 import socket
 import subprocess
@@ -88,6 +89,26 @@ def check_walltimes(workload: Path) -> None:
                            "(swf-tools convert --walltime-factor F)")
 
 
+def with_walltimes(workload: Path, factor: float, out: Path) -> Path:
+    """A copy of the workload where each job without a walltime gets its delay x factor, rounded up to
+    the millisecond; factor > 1, as Batsim kills a job whose walltime equals its run time at its end."""
+    if not factor > 1:
+        raise RunError(f"--walltime-factor must be above 1 (Batsim kills a job at its walltime), got "
+                       f"{factor:g}")
+    doc = json.loads(Path(workload).read_text())
+    profiles = doc.get("profiles", {})
+    for job in doc.get("jobs", []):
+        if job.get("walltime") not in (None, -1):
+            continue
+        profile = profiles.get(job.get("profile"), {})
+        if profile.get("type") != "delay":
+            raise RunError(f"{workload}: job {job.get('id')!r}: field 'walltime': expected one, its "
+                           "profile is not a delay to derive it from")
+        job["walltime"] = math.ceil(float(profile["delay"]) * factor * 1000 - 1e-6) / 1000
+    out.write_text(json.dumps(doc))
+    return out
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -95,11 +116,15 @@ def _free_port() -> int:
 
 
 def run(platform: Path, workload: Path, out: Path, scheduler: str = "easy", batsim: str | None = None,
-        timeout: float | None = None) -> dict:  # fmt: skip
-    """Batsim and pybatsim's scheduler on one socket; summary.json says which decision process ran."""
+        timeout: float | None = None, walltime_factor: float | None = None) -> dict:  # fmt: skip
+    """Batsim and pybatsim's scheduler on one socket; summary.json says which decision process ran.
+    With `walltime_factor`, jobs without a walltime get delay x factor (in a copy, out/workload.json)."""
+    out.mkdir(parents=True, exist_ok=True)
+    given = workload
+    if walltime_factor is not None:
+        workload = with_walltimes(workload, walltime_factor, out / "workload.json")
     check_walltimes(workload)
     python = build(log=lambda msg: sys.stderr.write(msg + "\n"))
-    out.mkdir(parents=True, exist_ok=True)
     port = _free_port()
     sim = find_batsim(batsim)
     started = time.perf_counter()
@@ -123,7 +148,12 @@ def run(platform: Path, workload: Path, out: Path, scheduler: str = "easy", bats
         raise RunError(f"the {scheduler} baseline failed (Batsim exit {code}, pybatsim exit {sched_code}): "
                        f"{' | '.join(tail)}")
     simulator = "the Batsim 4.2.1 double" if sim[-1] == "batkube_py.batsim_double" else sim[0]
-    return _summary(out, scheduler, simulator, time.perf_counter() - started)
+    summary = _summary(out, scheduler, simulator, time.perf_counter() - started)
+    if walltime_factor is not None:
+        summary["walltimes"] = (f"jobs of {given} without a walltime: delay x {walltime_factor:g} "
+                                "(workload.json)")
+        (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    return summary
 
 
 def _summary(out: Path, scheduler: str, simulator: str, wall: float) -> dict:
