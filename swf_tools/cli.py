@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import textwrap
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
@@ -15,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from batkube_py.cli.util import CONTEXT, out_option
-from swf_tools import nodes
+from swf_tools import nodes, queues
 from swf_tools.convert import ConvertOptions, convert
 from swf_tools.errors import ConversionError, SwfError
 from swf_tools.extract import extract_period, find_periods
@@ -227,6 +228,18 @@ def extract(trace: Path, period: float, utilisation: float, variation: float, se
 @click.option("--group-policy", type=click.Choice(["gang", "basic"]), default="gang", show_default=True,
               help="A group's PodGroup policy: gang (all pods at once) or basic (pods bind one by one, "
                    "holding their nodes; the job starts when the last is bound).")
+@click.option("--queue-from", type=click.Choice(list(queues.SOURCES)), default=None,
+              help="Give each job a Kueue LocalQueue (`queue`) named after this SWF field (user-3, group-1, "
+                   "...) and write a matching queues file: " + queues.QUOTA_RULE + ".")
+@click.option("--cluster-queue-from", type=click.Choice(list(queues.SOURCES)), default=None,
+              help="One ClusterQueue per value of this field instead (e.g. users' LocalQueues in their "
+                   "groups' ClusterQueues) [default: --queue-from].")
+@click.option("--queueing-strategy", type=click.Choice(list(queues.STRATEGIES)), default="BestEffortFIFO",
+              show_default=True, help="The ClusterQueues' queueingStrategy.")
+@click.option("--quota-cores", type=click.IntRange(min=1), default=None,
+              help="Cores the quotas share out [default: the --platform's compute cores].")
+@click.option("--queues-out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Queues file to write [default: beside OUT, OUT's name with .queues.yaml].")
 @click.option("--indent", type=click.IntRange(min=0), default=None, help="Pretty-print the JSON.")
 @STRICT
 @_user_errors
@@ -236,22 +249,40 @@ def convert_command(trace: Path, out: Path, normalize_cpu: float | None, normali
                     memory_from: str, normalize_memory: int | None, scheduler: str,
                     walltime_factor: float | None, keep_ids: bool, jobs_from_time: float | None, nb_res: int,
                     cores_per_node: float | None, platform: Path | None, one_pod_per_node: bool,
-                    group_policy: str, indent: int | None, strict: bool) -> None:
-    """Convert TRACE into a Batsim 4.2.1 delay workload (nb_res, jobs, profiles) for batkube."""
+                    group_policy: str, queue_from: str | None, cluster_queue_from: str | None,
+                    queueing_strategy: str, quota_cores: int | None, queues_out: Path | None,
+                    indent: int | None, strict: bool) -> None:
+    """Convert TRACE into a Batsim 4.2.1 delay workload (nb_res, jobs, profiles) for batkube.
+
+    With --queue-from, each job names a Kueue LocalQueue and a queues file for `batkube run --queues`
+    is written beside the workload (docs/tutorials/swf-trace.md), e.g. NASA iPSC's users as LocalQueues
+    in their groups' ClusterQueues on 128 nodes:
+
+    \b
+      swf-tools convert NASA-iPSC-1993-3.1-cln.swf --cores-per-node 1 --queue-from user \\
+          --cluster-queue-from group --quota-cores 128 -o nasa.json     # and nasa.queues.yaml
+    """
     if platform is not None:
         if cores_per_node is not None:
             raise ConversionError("--cores-per-node and --platform are mutually exclusive")
         cores_per_node = nodes.cores_per_node(platform)
+        if queue_from is not None and quota_cores is None:
+            quota_cores = int(nodes.total_cores(platform))
     options = ConvertOptions(
         normalize_cpu=normalize_cpu, uniform_cpu=uniform_cpu, normalize_against=normalize_against,  # type: ignore[arg-type]
         cpu_headroom=cpu_headroom, min_cpu=min_cpu, max_duration=max_duration,
         memory_from=memory_from, normalize_memory_kib=normalize_memory,  # type: ignore[arg-type]
         scheduler=scheduler, walltime_factor=walltime_factor, keep_ids=keep_ids,
         jobs_from_time=jobs_from_time, nb_res=nb_res, cores_per_node=cores_per_node,
-        one_pod_per_node=one_pod_per_node, group_policy=group_policy)
+        one_pod_per_node=one_pod_per_node, group_policy=group_policy, queue_from=queue_from,
+        cluster_queue_from=cluster_queue_from, queueing_strategy=queueing_strategy, quota_cores=quota_cores)
     options.validate()
-    workload, report = convert(_load(trace, strict), options)
+    parsed = _load(trace, strict)
+    workload, report = convert(parsed, options)
     out.write_text(workload.to_json(indent) + "\n", encoding="utf-8")
+    if report.queue_plan is not None:
+        queues_out = queues_out or out.with_name(out.stem + ".queues.yaml")
+        _write_queues(report.queue_plan, queues_out, trace, options)
     console.print(f"wrote {out}: {report.kept} jobs, {len(workload.profiles)} profiles "
                   f"({report.total} in trace, {report.nb_skipped} skipped)")
     for reason, count in report.skipped.most_common():
@@ -266,3 +297,21 @@ def convert_command(trace: Path, out: Path, normalize_cpu: float | None, normali
         console.print(f"  {report.trimmed} delays trimmed to {max_duration:g} s")
     if report.without_memory:
         console.print(f"  {report.without_memory} jobs have no memory value: no memory request")
+
+
+def _write_queues(plan: queues.QueuePlan, path: Path, trace: Path, options: ConvertOptions) -> None:
+    by = options.cluster_queue_from or options.queue_from
+    header = [f"Kueue v1beta2 objects for `batkube run --queues`, written by swf-tools convert from "
+              f"{trace.name}:",
+              f"one LocalQueue per {options.queue_from}, one ClusterQueue per {by}, all in cohort "
+              f"{queues.COHORT!r}, {plan.strategy}.", f"Quotas of {plan.cores} cores: {queues.QUOTA_RULE}."]
+    if plan.split:
+        header.append(f"{len(plan.split)} {options.queue_from}(s) span several {by}s: one LocalQueue per "
+                      "pair.")
+    lines = textwrap.wrap(" ".join(header), 104, break_on_hyphens=False)
+    path.write_text(queues.render(plan, lines), encoding="utf-8")
+    quota = ", ".join(f"{cq} {q}" for cq, q in plan.quotas.items())
+    console.print(f"wrote {path}: {len(plan.local_queues)} LocalQueues, {len(plan.quotas)} ClusterQueues in "
+                  f"cohort {queues.COHORT!r} ({plan.strategy}; cpu quotas of {plan.cores} cores: {quota})")
+    if plan.split:
+        console.print(f"  {', '.join(plan.split)}: jobs in several {by}s, one LocalQueue per {by}")

@@ -16,6 +16,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from swf_tools import queues
 from swf_tools.errors import ConversionError
 from swf_tools.swf import STATUS_CANCELLED, SwfTrace
 from swf_tools.units import format_memory_kib
@@ -51,6 +52,10 @@ class ConvertOptions:
     cores_per_node: float | None = None  # keep node counts: a job on P procs is ceil(P / this) pods
     one_pod_per_node: bool = False
     group_policy: str = "gang"  # or "basic": a group's pods bind one by one (batkube's groupPolicy)
+    queue_from: str | None = None  # an SWF field (queues.SOURCES) naming each job's LocalQueue
+    cluster_queue_from: str | None = None  # the field naming the ClusterQueues (default: queue_from)
+    queueing_strategy: str = "BestEffortFIFO"
+    quota_cores: int | None = None  # the platform's cores, shared out as the ClusterQueues' quotas
 
     def validate(self) -> None:
         """Reject contradictory options up front, before any work, with the option names in the message."""
@@ -91,6 +96,27 @@ class ConvertOptions:
             raise ConversionError(f"{flag} needs node counts kept (--cores-per-node or --platform)")
         if self.nb_res < 1:
             raise ConversionError(f"--nb-res must be >= 1, got {self.nb_res}")
+        self._validate_queues()
+
+    def _validate_queues(self) -> None:
+        if self.queue_from is None:
+            if self.cluster_queue_from is not None or self.quota_cores is not None:
+                flag = "--cluster-queue-from" if self.cluster_queue_from is not None else "--quota-cores"
+                raise ConversionError(f"{flag} needs --queue-from")
+            return
+        for flag, value in (("--queue-from", self.queue_from),
+                            ("--cluster-queue-from", self.cluster_queue_from)):
+            if value is not None and value not in queues.SOURCES:
+                raise ConversionError(f"{flag}: expected one of {', '.join(queues.SOURCES)}, got {value!r}")
+        if self.queueing_strategy not in queues.STRATEGIES:
+            raise ConversionError(f"--queueing-strategy: expected one of {', '.join(queues.STRATEGIES)}, "
+                                  f"got {self.queueing_strategy!r}")
+        if self.quota_cores is None or self.quota_cores < 1:
+            raise ConversionError("--queue-from shares the platform's cores out as quotas: pass --platform "
+                                  "or --quota-cores N (N >= 1)")
+        if self.memory_from != "none":
+            raise ConversionError("--queue-from writes cpu quotas only, and Kueue admits no job asking for a "
+                                  "resource its ClusterQueue does not cover: drop --memory-from")
 
     @property
     def cpu_cap(self) -> float | None:
@@ -111,6 +137,7 @@ class ConvertReport:
     trimmed: int = 0
     capped: int = 0
     groups: int = 0  # jobs kept on several nodes (res > 1)
+    queue_plan: queues.QueuePlan | None = None  # --queue-from: the jobs' LocalQueues and the quotas
 
     @property
     def nb_skipped(self) -> int:
@@ -244,6 +271,11 @@ def convert(trace: SwfTrace, options: ConvertOptions) -> tuple[BatsimWorkload, C
         # rounded up: a walltime even a millisecond below the delay gets the job killed by Batsim
         walltime = np.ceil(delay * options.walltime_factor * 1000 - 1e-6) / 1000
 
+    if options.queue_from is not None:
+        report.queue_plan = queues.plan(
+            queues.names(kept, options.queue_from),
+            queues.names(kept, options.cluster_queue_from or options.queue_from),
+            cpu * res * delay, int(options.quota_cores), options.queueing_strategy)  # type: ignore[arg-type]
     profiles: dict[str, DelayProfile] = {}
     out_jobs: list[Job] = []
     order = np.argsort(subtime, kind="stable")
@@ -255,7 +287,8 @@ def convert(trace: SwfTrace, options: ConvertOptions) -> tuple[BatsimWorkload, C
                                           onePodPerNode=options.one_pod_per_node or None,
                                           groupPolicy="basic" if options.group_policy == "basic" else None)
         out_jobs.append(Job(id=ids[i], subtime=float(subtime[i]), profile=name, res=int(res[i]),
-                            walltime=None if walltime is None else float(max(walltime[i], d, 0.001))))
+                            walltime=None if walltime is None else float(max(walltime[i], d, 0.001)),
+                            queue=report.queue_plan.job_queues[i] if report.queue_plan else None))
     workload = BatsimWorkload(nb_res=options.nb_res, jobs=out_jobs, profiles=profiles)
     return workload, report
 

@@ -57,6 +57,7 @@ class Job(BaseModel):
     res: int = Field(default=1, ge=1)  # > 1: a pod group of res pods (swf-tools convert --cores-per-node)
     profile: str
     walltime: float | None = None
+    queue: str | None = None  # the job's Kueue LocalQueue (convert --queue-from)
 
     @field_validator("id")
     @classmethod

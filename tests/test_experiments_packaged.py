@@ -20,7 +20,7 @@ from batkube_py.inputs import datasets
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 needs_shared = requires_shared("reference")
-NAMES = ["burst", "gangs", "kit", "racks", "scale", "spaced", "sweeps", "table41"]
+NAMES = ["burst", "gangs", "kit", "queues", "racks", "scale", "spaced", "sweeps", "table41"]
 
 
 def cli(*args: object) -> tuple[int, str]:

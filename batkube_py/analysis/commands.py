@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from batkube_py.analysis import compare as cmp
+from batkube_py.analysis import tenants
 from batkube_py.analysis.figures import render_all
 from batkube_py.analysis.loading import AnalysisError, load_run
 from batkube_py.analysis.metrics import clock_note
@@ -216,6 +217,19 @@ def analyze(
     show_default=True,
     help="Bounded slowdown's threshold (s): max(1, (wait + run) / max(run, tau)).",
 )
+@click.option(
+    "--workload",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="The runs' workload: each job's `queue` names its LocalQueue, for per-queue waits and Jain's "
+    "index in every run, Kueue or not [default: a Kueue run's own pods.csv].",
+)
+@click.option(
+    "--queues",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="With --workload: the queues file giving each LocalQueue's ClusterQueue.",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def compare(
     inputs: tuple[str, ...],
@@ -226,6 +240,8 @@ def compare(
     metric_keys: tuple[str, ...],
     digits: int,
     bsld_tau: float,
+    workload: Path | None,
+    queues: Path | None,
     quiet: bool,
 ) -> None:
     """Compare runs side by side: metrics as mean ± sd per group, with differences to the first group.
@@ -234,6 +250,13 @@ def compare(
     scheduled/pulling/pulled/created columns work) or a quoted glob whose matches are repetitions.
     --group LABEL PATH_OR_GLOB names a group directly. sd is the population sd (ddof=0), as in the
     thesis's Table 4.1; a group of one run shows its value alone.
+
+    Per queue (docs/concepts/queues.md): each ClusterQueue's and LocalQueue's mean and max wait
+    (`mean_waiting_time[cluster_queue=NAME]`, `max_waiting_time[queue=NAME]`), the worst LocalQueue's
+    mean wait and Jain's fairness index (sum x)^2 / (n sum x^2) over the queues' mean waits and mean
+    bounded slowdowns (1: all alike; 1/n: one queue bears all the waiting). The queues are a Kueue
+    run's own, or for every run those --workload and --queues assign, so a run without Kueue is cut
+    the same way.
 
     \b
     Examples:
@@ -246,16 +269,19 @@ def compare(
     label_list = [x.strip() for item in labels for x in item.split(",") if x.strip()]
     with _user_errors("comparing runs"):
         plan = cmp.plan_groups(list(inputs), label_list, list(groups))
-        keys = tuple(metric_keys) or cmp.DEFAULT_METRICS
-        unknown = [k for k in keys if k not in cmp.KNOWN_METRICS]
+        unknown = [k for k in metric_keys if not cmp.is_known(k)]
         if unknown:
             raise AnalysisError(
-                f"unknown metric(s) {', '.join(unknown)}; known: {', '.join(cmp.KNOWN_METRICS)}"
+                f"unknown metric(s) {', '.join(unknown)}; known: {', '.join(cmp.KNOWN_METRICS)} and the "
+                "per-queue ones (see --help)"
             )
+        if queues is not None and workload is None:
+            raise AnalysisError("--queues maps the LocalQueues --workload's jobs name: give --workload too")
+        tenancy = tenants.from_inputs(workload, queues) if workload is not None else None
         total = sum(len(paths) for _, paths in plan) + (1 if out else 0)
         with _progress(total, quiet) as step:
-            loaded = cmp.load_groups(plan, bsld_tau, step)
-            agg = cmp.aggregate(loaded, keys)
+            loaded = cmp.load_groups(plan, bsld_tau, step, tenancy)
+            agg = cmp.aggregate(loaded, cmp.metric_keys(loaded, tuple(metric_keys)))
             if out is not None:
                 step("figures")
                 cmp.write_outputs(loaded, agg, out, digits)

@@ -21,6 +21,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from batkube_py.analysis import metrics as m  # noqa: E402
+from batkube_py.analysis import tenants  # noqa: E402
 from batkube_py.analysis.compare_figures import decimals, dots_figure, overlay_timeseries  # noqa: E402
 from batkube_py.analysis.figures import save, waiting_figure  # noqa: E402
 from batkube_py.analysis.loading import AnalysisError, Run, load_run  # noqa: E402
@@ -116,8 +117,11 @@ def plan_groups(
 
 
 def load_groups(
-    plan: list[tuple[str, list[Path]]], bsld_tau: float = 10.0, step: Callable[[str], None] = lambda _: None
-) -> list[Group]:
+    plan: list[tuple[str, list[Path]]], bsld_tau: float = 10.0, step: Callable[[str], None] = lambda _: None,
+    tenancy: pd.DataFrame | None = None,
+) -> list[Group]:  # fmt: skip
+    """Every run loaded and measured; with `tenancy` (tenants.from_inputs), or for a Kueue run its own
+    queue columns, also per-queue waits and Jain's indices (tenants.py)."""
     groups = []
     for label, paths in plan:
         group = Group(label)
@@ -125,9 +129,24 @@ def load_groups(
             step(f"{label}: {path.name}")
             run = load_run(path)
             group.runs.append(run)
-            group.metrics.append(compute_metrics(run, bsld_tau))
+            metrics = compute_metrics(run, bsld_tau)
+            table = tenancy if tenancy is not None else tenants.from_pods(run.pods)
+            if table is not None:
+                metrics.update(tenants.tenant_metrics(run.jobs, table, bsld_tau))
+            group.metrics.append(metrics)
         groups.append(group)
     return groups
+
+
+def metric_keys(groups: list[Group], asked: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The metrics asked for, or the default ones plus every per-queue metric some run has."""
+    if asked:
+        return asked
+    return DEFAULT_METRICS + tenants.keys([mt for g in groups for mt in g.metrics])
+
+
+def is_known(key: str) -> bool:
+    return key in KNOWN_METRICS or bool(re.match(tenants.PATTERN, key) or re.match(tenants.PER_TENANT, key))
 
 
 def aggregate(groups: list[Group], keys: tuple[str, ...] = DEFAULT_METRICS) -> pd.DataFrame:

@@ -23,11 +23,13 @@ if TYPE_CHECKING:
     from batkube_py.analysis.compare import Group
 
 COUNTS = ("jobs_", "pods_pending", "_over_allocations")
-RATIOS = ("utilisation", "overcommit")
+RATIOS = ("utilisation", "overcommit", "jain_")
 
 
 def unit(metric: str) -> str:
     """The unit a metric is expressed in, for axis labels and the printed values."""
+    if metric.startswith("jain_"):
+        return "index"
     if metric == "makespan" or metric.endswith(("_time", "_seconds")):
         return "s"
     if metric.startswith("throughput"):

@@ -44,6 +44,7 @@ class _LazyGroup(click.Group):
         "explain": "batkube_py.analysis.explain_view:explain",
         "replay": "batkube_py.runs.transcript:replay_cmd",
         "parity": "batkube_py.cli.parity:parity_cmd",
+        "baseline": "batkube_py.cli.baseline:baseline_group",
     }
 
     def list_commands(self, ctx: click.Context) -> list[str]:

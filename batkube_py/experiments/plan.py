@@ -32,6 +32,8 @@ class Task:
     exclusive: bool = False
     failures_expected: bool = False
     backend: str = "embedded"
+    workload: Path | None = None
+    queues: Path | None = None  # the variant's queues file (--queues)
 
     @property
     def name(self) -> str:
@@ -164,6 +166,10 @@ def _case_tasks(
             if param is not None:
                 sync = sync.model_copy(update={param: value})
             vargs = _variant_args(v, base) + (_sync_args(sync) if v.backend == "apiserver" else [])
+            inputs = [platform, workload]
+            if v.queues is not None:
+                inputs.append(materialize(v.queues, base, out / "inputs", f"variants.{v.name}.queues"))
+                vargs += ["--queues", str(inputs[-1])]
             for rep in range(reps or v.repetitions or exp.repetitions):
                 seed = exp.seed + rep
                 rdir = out / "runs" / case.name / v.name
@@ -171,6 +177,11 @@ def _case_tasks(
                     rdir = rdir / f"{param}={value:g}"
                 rdir = rdir / f"rep{rep}"
                 argv = [*common, *vargs, "--seed", str(seed)]
+                command = ("run",)
+                if v.baseline is not None:
+                    argv = [*common[:5], *(["--batsim", batsim] if batsim else []), *v.run_args,
+                            "--seed", str(seed)]  # -p, -w, --no-progress: no Batsim args, no backend
+                    command = ("baseline", "run", v.baseline)
                 tasks.append(
                     Task(
                         case=case.name,
@@ -181,12 +192,14 @@ def _case_tasks(
                         rep=rep,
                         seed=seed,
                         out=rdir,
-                        argv=(sys.executable, "-m", "batkube_py.cli", "run", *argv, "-o", str(rdir)),
-                        key=_key(argv, [platform, workload]),
+                        argv=(sys.executable, "-m", "batkube_py.cli", *command, *argv, "-o", str(rdir)),
+                        key=_key(argv, inputs),
                         timeout=exp.run_timeout,
                         exclusive=v.is_exclusive,
                         failures_expected=v.failures_expected,
                         backend=v.backend,
+                        workload=workload,
+                        queues=inputs[2] if v.queues is not None else None,
                     )
                 )
     return tasks

@@ -10,15 +10,19 @@ from __future__ import annotations
 import csv
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from batkube_py.analysis import compare as cmp
+from batkube_py.analysis import tenants
 from batkube_py.analysis.loading import AnalysisError
 from batkube_py.experiments import sweeps, thesis
 from batkube_py.experiments.plan import Task, resolve
 from batkube_py.experiments.spec import Experiment, RunsReference, Variant
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass
@@ -109,7 +113,22 @@ def _case_groups(
 ) -> list:
     plan = _references(exp, case_name, base, outcome)
     plan += [(v.title, ok) for v, ok in _ok_runs(exp, case_name, tasks, results)]
-    return cmp.load_groups(plan) if plan else []
+    return cmp.load_groups(plan, tenancy=_tenancy(exp, case_name, tasks, outcome)) if plan else []
+
+
+def _tenancy(exp: Experiment, case: str, tasks: list[Task], outcome: Outcome) -> pd.DataFrame | None:
+    """`table.per_queue`: every run cut by the queues the case's workload names, mapped to ClusterQueues
+    by the first variant's queues file (they differ in strategy, not in their LocalQueues)."""
+    if not exp.table.per_queue:
+        return None
+    mine = [t for t in tasks if t.case == case]
+    workload = next((t.workload for t in mine if t.workload is not None), None)
+    queues = next((t.queues for t in mine if t.queues is not None), None)
+    if workload is None:
+        return None
+    outcome.notes.append(f"{case}: per-queue figures of every run from {workload.name}'s `queue` fields"
+                         + (f" and {queues.name}'s LocalQueues" if queues else ""))
+    return tenants.from_inputs(workload, queues)
 
 
 def _ok_runs(exp: Experiment, case_name: str, tasks: list[Task], results: dict) -> list[tuple[Variant, list]]:
@@ -186,7 +205,8 @@ def build(exp: Experiment, base: Path, out: Path, tasks: list[Task], results: di
         if not groups:
             _rows_from_results(exp, name, tasks, results, rows, columns)
         if groups:
-            agg = cmp.aggregate(groups, tuple(dict.fromkeys((*metrics, *cmp.DEFAULT_METRICS))))
+            keys = (*metrics, *cmp.metric_keys(groups))
+            agg = cmp.aggregate(groups, tuple(dict.fromkeys(keys)))
             outcome.files += cmp.write_outputs(groups, agg, out / name, exp.table.digits)
             sections.append(f"### {name}\n\n" + cmp.markdown_table(cmp.wide_table(agg, exp.table.digits)))
             for g in groups:

@@ -131,12 +131,24 @@ class Variant(_Model):
     repetitions: int | None = Field(None, ge=1, description="default: the experiment's")
     failures_expected: bool = Field(False, description="failed runs are data (success rate), not errors")
     exclusive: bool | None = Field(None, description="run alone (wall-clock-sensitive); default: apiserver")
+    queues: str | Generated | None = Field(None, description="a Kueue queues file: `batkube run --queues`")
+    baseline: Literal["easy"] | None = Field(None, description="a batch scheduler as the decision process "
+                                             "instead of batkube: `batkube baseline run` (run_args go there)")
     run_args: list[str] = []
 
     @model_validator(mode="after")
     def _backend_options(self) -> Variant:
         if self.backend == "embedded" and (self.sync is not None or self.sweep is not None):
             raise ValueError("sync and sweep apply to backend: apiserver only")
+        if self.baseline is not None:
+            batkube_only = {
+                "backend": self.backend != "embedded", "startup_latency": self.startup_latency,
+                "scheduler_config": self.scheduler_config, "record_decisions": self.record_decisions,
+                "queues": self.queues,
+            }  # fmt: skip
+            given = [name for name, value in batkube_only.items() if value]
+            if given:
+                raise ValueError(f"a baseline runs without batkube: no {', '.join(given)}")
         return self
 
     @property
@@ -155,6 +167,8 @@ class Table(_Model):
     across_cases: bool = Field(
         False, description="also overlay the cases in one comparison (OUT/cases/): same jobs, other shapes"
     )
+    per_queue: bool = Field(False, description="per-queue waits and Jain's index in every run, the queues "
+                            "from the case's workload and a variant's queues file (analysis/tenants.py)")
 
 
 class Experiment(_Model):
