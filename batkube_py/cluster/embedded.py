@@ -13,6 +13,7 @@ from batkube_py.cluster.fit import constraint_key, never_fits
 from batkube_py.cluster.groups import Groups
 from batkube_py.scheduler.config import build_profiles, default_config
 from batkube_py.scheduler.framework import NODE_TAINT, POD_ADD, POD_DELETE, Decision, NodeChange, Profile
+from batkube_py.scheduler.nodetree import tree_order
 from batkube_py.scheduler.plugins.noderesources import fits
 from batkube_py.scheduler.podinfo import PodInfo, pod_info
 from batkube_py.scheduler.preemption import preempt
@@ -50,7 +51,7 @@ class EmbeddedCluster:
         attempts: Attempts | None = None,
     ):
         self.attempts = attempts
-        self.nodes = NodeTable(nodes)
+        self.nodes = NodeTable(tree_order(nodes))  # rows in upstream's snapshot order (nodetree.py)
         self.profiles = {p.scheduler_name: p for p in (profiles or build_profiles(default_config(), seed))}
         registrations = {
             plugin.name: plugin.events_to_register()
