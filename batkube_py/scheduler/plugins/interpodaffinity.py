@@ -236,15 +236,15 @@ class InterPodAffinity(Plugin):
         if s is None:
             return PASS
         aff_bad, anti_bad, existing_bad = (bad[idx] for bad in s)
-        reasons = {}
+        reasons, masks = {}, {}
         for reason, bad in (
             (REASON_AFFINITY, aff_bad),
             (REASON_ANTI, anti_bad),
             (REASON_EXISTING_ANTI, existing_bad),
         ):
             if (n := int(bad.sum())) > 0:
-                reasons[reason] = n
-        return FilterResult(~(aff_bad | anti_bad | existing_bad), reasons)
+                reasons[reason], masks[reason] = n, bad
+        return FilterResult(~(aff_bad | anti_bad | existing_bad), reasons, masks)
 
     # ---- score ---------------------------------------------------------------------------------------
 
