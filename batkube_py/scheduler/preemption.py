@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -44,8 +45,10 @@ def start_second(pod: PodInfo) -> int:
     return math.floor(pod.bound_at)
 
 
-def _more_important_first(pods: list[PodInfo]) -> list[PodInfo]:
-    return sorted(pods, key=lambda p: (-p.priority, start_second(p), p.seq))
+def more_important_first(nodes: NodeTable, pods: list[PodInfo]) -> list[PodInfo]:
+    """The reprieve order: MoreImportantVictim (higher priority, then earlier start) over the pods in
+    their node's cache order (NodeTable.order), which sort.Slice's insertion sort keeps among equals."""
+    return sorted(pods, key=lambda p: (-p.priority, start_second(p), nodes.rank(p)))
 
 
 def _fits_on(profile: Profile, pod: PodInfo, nodes: NodeTable, i: int) -> bool:
@@ -67,15 +70,15 @@ def _victims_on(profile: Profile, pod: PodInfo, nodes: NodeTable, i: int) -> lis
     if not lower:
         return None
     for p in lower:
-        nodes.release(i, p)
+        nodes.take_off(i, p)
     victims: list[PodInfo] = []
     try:
         if not _fits_on(profile, pod, nodes, i):
             return None
-        for p in _more_important_first(lower):
+        for p in more_important_first(nodes, lower):
             nodes.restore(i, p)
             if not _fits_on(profile, pod, nodes, i):
-                nodes.release(i, p)
+                nodes.take_off(i, p)
                 victims.append(p)
         return victims
     finally:
@@ -95,7 +98,7 @@ def _dry_run(profile: Profile, pod: PodInfo, nodes: NodeTable, fast: bool):
     dry = requests_dry_run(profile, pod, nodes) if fast else None
     if dry is None:
         return nodes.all, lambda i: _victims_on(profile, pod, nodes, i)
-    return dry.candidates, lambda i: dry.victims_on(i, _more_important_first)
+    return dry.candidates, lambda i: dry.victims_on(i, partial(more_important_first, nodes))
 
 
 def preempt(profile: Profile, pod: PodInfo, nodes: NodeTable, fast: bool = True) -> Preemption | None:
