@@ -200,7 +200,7 @@ class EmbeddedCluster:
                     self._post_filter(profile, pod)
                 else:  # the twin's rejectors; all filters if it disagrees (any event may then help)
                     pod.rejected_by = decision.rejected_by if decision.node is None else profile.filter_names
-                    self._preempted(pod, outcome)
+                    self.mirror_preemption(pod, outcome)
                 self.queue.failed(pod, now)
                 continue
             self.nodes.nominate(pod, None)
@@ -256,7 +256,7 @@ class EmbeddedCluster:
         self.clear_lower_nominations(found.node, pod.priority)
         self.nominate(pod, found.node)
 
-    def _preempted(self, pod: PodInfo, outcome: Outcome) -> None:
+    def mirror_preemption(self, pod: PodInfo, outcome: Outcome) -> None:
         """The real PostFilter's bookkeeping, mirrored: victims terminating, the lower-priority pods
         nominated to the node lose their nomination, the preemptor takes the nomination it was given."""
         self.mark_terminating(outcome.victims)

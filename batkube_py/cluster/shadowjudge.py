@@ -28,12 +28,27 @@ class ShadowJudge:
             self.parity.timing(now, pod, "the twin's queue tried it, kube-scheduler's did not",
                                self.shadow.nodes.names, twin)  # fmt: skip
             return Outcome(None)
-        with self.watch.cond:
-            view = self.watch.pods.get(pod.name)
-            victims = tuple(p for p, _ in self.watch.evictions)
-        nominated = index.get(view.nominated) if view is not None and view.nominated else None
-        self.parity.failed(pod, twin, self.shadow, nominated, view.reason if view else "", now)
+        reason, nominated, victims = self._real_failure(pod.name)
+        self.parity.failed(pod, twin, self.shadow, nominated, reason, now)
         return Outcome(None, nominated, victims)
+
+    def _real_failure(self, name: str) -> tuple[str, int | None, tuple[str, ...]]:
+        """The real scheduler's failure of `name` in this step: its reason, the node it nominated, the
+        victims of that preemption."""
+        with self.watch.cond:
+            view = self.watch.pods.get(name)
+            evicted = [p for p, _ in self.watch.evictions]
+        if view is None:
+            return "", None, ()
+        nominated = self.shadow.nodes.index.get(view.nominated) if view.nominated else None
+        return view.reason, nominated, self._victims(evicted, nominated)
+
+    def _victims(self, evicted: list[str], node: int | None) -> tuple[str, ...]:
+        """The step's evictions that are this preemption's: on its node, not yet terminating. Without
+        them the attempt preempted nothing (the preemptor waits for earlier victims), and the pods
+        nominated to that node keep their nomination, as upstream's do."""
+        pods = self.shadow.pods
+        return tuple(p for p in evicted if p in pods and pods[p].node == node and not pods[p].terminating)
 
     def _catch_up(self, name: str, now: float) -> bool:
         """Mirror the real bindings of pods the real queue popped before `name` and the twin's has not
@@ -51,6 +66,25 @@ class ShadowJudge:
             self.parity.timing(now, self.shadow.pods[q], why, names, None, node)
             self.shadow.bind(q, index[node], now)
             self._tried.add(q)
+            moved = True
+        return self._catch_up_nominations(name, i, now) or moved
+
+    def _catch_up_nominations(self, name: str, i: int, now: float) -> bool:
+        """Mirror the nominations of preemptors the real queue failed before `name` and the twin's queue
+        has not tried yet: the real scheduler tried `name` with them in place (its nominator holds them
+        from the failure on). They stay in the twin's queue, to be judged when it tries them."""
+        moved = False
+        for q in self._real["popped"][:i]:
+            pod = self.shadow.pods.get(q)
+            if pod is None or q in self._tried or q in self._real["bound"]:
+                continue
+            _, node, victims = self._real_failure(q)
+            if node is None or node == pod.nominated_node:
+                continue
+            names = self.shadow.nodes.names
+            why = f"kube-scheduler's queue tried it before {name}, the twin's queue after"
+            self.parity.timing(now, pod, why, names, None, names[node])
+            self.shadow.mirror_preemption(pod, Outcome(None, node, victims))
             moved = True
         return moved
 
