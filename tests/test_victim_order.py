@@ -46,3 +46,19 @@ def test_equal_victims_are_reprieved_in_cache_order_not_creation_order():
     assert placed(c, 2.0) == {}
     assert [e.pod for e in c.take_evictions()] == ["a"]
     assert c.pods["hi"].nominated_node == 0
+
+
+def test_more_than_12_victims_are_sorted_as_go_sorts_them():
+    """Above 12 elements sort.Slice is pdqsort, not stable: 13 victims with priorities 2 - key (key as in
+    fixtures/go_sort_slice.txt, n=13, mod 3), all started in the same second, in cache order 0..12, come
+    out in the order go1.26.8 gave: equal ones no longer in cache order."""
+    from batkube_py.scheduler.preemption import more_important_first
+
+    t = table({"cpu": "16"})
+    key = [(31 * i * i + 7919 * i + 104729) % 3 for i in range(13)]
+    pods = [pod(f"v{i}", cpu="1", priority=2 - key[i]) for i in range(13)]
+    for p in pods:
+        t.assume(0, p)
+    got = [int(p.name[1:]) for p in more_important_first(t, list(reversed(pods)))]
+    assert got == [5, 11, 2, 8, 6, 4, 0, 7, 3, 9, 10, 1, 12]
+    assert got != sorted(range(13), key=lambda i: key[i])  # not the stable order

@@ -26,6 +26,7 @@ import numpy as np
 
 from batkube_py.scheduler.dryrun import requests_dry_run
 from batkube_py.scheduler.framework import CycleState, Profile
+from batkube_py.scheduler.gosort import sort_slice
 from batkube_py.scheduler.podinfo import PodInfo
 from batkube_py.scheduler.snapshot import NodeTable
 from batkube_py.scheduler.unresolvable import unresolvable
@@ -45,10 +46,15 @@ def start_second(pod: PodInfo) -> int:
     return math.floor(pod.bound_at)
 
 
+def _more_important(a: PodInfo, b: PodInfo) -> bool:
+    """MoreImportantVictim for single pods: higher priority, then an earlier start."""
+    return a.priority > b.priority or (a.priority == b.priority and start_second(a) < start_second(b))
+
+
 def more_important_first(nodes: NodeTable, pods: list[PodInfo]) -> list[PodInfo]:
-    """The reprieve order: MoreImportantVictim (higher priority, then earlier start) over the pods in
-    their node's cache order (NodeTable.order), which sort.Slice's insertion sort keeps among equals."""
-    return sorted(pods, key=lambda p: (-p.priority, start_second(p), nodes.rank(p)))
+    """The reprieve order: the pods in their node's cache order (NodeTable.order, GetPods), sorted as
+    Go's sort.Slice sorts them (gosort.py: stable up to 12, otherwise equals may move)."""
+    return sort_slice(sorted(pods, key=nodes.rank), _more_important)
 
 
 def _fits_on(profile: Profile, pod: PodInfo, nodes: NodeTable, i: int) -> bool:
