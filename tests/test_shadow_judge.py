@@ -69,3 +69,23 @@ def test_a_nomination_the_real_queue_made_earlier_in_the_step_is_in_place_for_la
     assert c.pods["P"].nominated_node == 0 and c.pods["v"].terminating
     assert c.pods["Q"].node == 1
     assert (judge.parity.bindings, judge.parity.failures) == (1, 1)
+
+
+NEAR_DB = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+    {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "kubernetes.io/hostname"}]}}  # fmt: skip
+
+
+def test_a_pod_tried_twice_in_one_step_is_judged_try_by_try():
+    """Both queues try A (no db pod yet: it fails), then B (a db pod, bound), whose binding moves A back
+    (InterPodAffinity's hint), then A again (bound). The real pops are [A, B, A]: the twin's first try of
+    A is the real first pop (a failure), its second the last (the binding). Judging A's first try
+    against its final binding reported B as tried out of order: two false timing rows."""
+    c = cluster("1.37", {"cpu": "4"})
+    submit(c, "A", 0.0, cpu="1", affinity=NEAR_DB)
+    submit(c, "B", 0.0, cpu="1", labels={"app": "db"})
+    judge = Judge(c, popped=["A", "B", "A"], bound={"A": "n0", "B": "n0"})
+    bound = c.schedule(0.0)
+    judge._mirror_untried(0.0)
+    assert [b.pod for b in bound] == ["B", "A"]
+    assert judge.parity.mismatches == []
+    assert (judge.parity.bindings, judge.parity.failures) == (2, 1)  # every real pop judged

@@ -15,19 +15,28 @@ class ShadowJudge:
     `_tried` the pods the twin's queue tried."""
 
     def attempt(self, pod: PodInfo, twin: Decision, now: float) -> Outcome:
-        """The twin's queue popped `pod`: what did the real scheduler do with it in this step?"""
+        """The twin's queue popped `pod`: what did the real scheduler do with it in this step?
+
+        A pod can be tried several times in one step (it failed, then an event of the same step moved
+        it back, e.g. a pod of its spread selector bound elsewhere): the twin's k-th try is judged
+        against the real queue's k-th pop of it, which failed unless it is the last."""
         self._tried.add(pod.name)
-        if self._catch_up(pod.name, now):  # judged on the state the real scheduler tried it on
+        pops = self._pops(pod.name)
+        i = pops.pop(0) if pops else None
+        if i is not None and self._catch_up(pod.name, now, i):  # judged on the state the real one had
             twin = self.shadow.profiles[pod.scheduler_name].schedule_one(pod, self.shadow.nodes)
-        index = self.shadow.nodes.index
-        node = self._real["bound"].get(pod.name)
-        if node is not None:
-            self.parity.check(pod, twin, self.shadow, index[node], now)
-            return Outcome(index[node])
-        if pod.name not in self._real["popped"]:
+        if i is None:
             self.parity.timing(now, pod, "the twin's queue tried it, kube-scheduler's did not",
                                self.shadow.nodes.names, twin)  # fmt: skip
-            return Outcome(None)
+            return Outcome(None, pod.nominated_node)
+        if pops:  # the real scheduler tries it again in this step: this try failed
+            self.parity.failed(pod, twin, self.shadow, None, "", now)
+            return Outcome(None, pod.nominated_node)
+        node = self._real["bound"].get(pod.name)
+        if node is not None:
+            index = self.shadow.nodes.index[node]
+            self.parity.check(pod, twin, self.shadow, index, now)
+            return Outcome(index)
         reason, nominated, victims = self._real_failure(pod.name)
         self.parity.failed(pod, twin, self.shadow, nominated, reason, now)
         return Outcome(None, nominated, victims)
@@ -50,12 +59,18 @@ class ShadowJudge:
         pods = self.shadow.pods
         return tuple(p for p in evicted if p in pods and pods[p].node == node and not pods[p].terminating)
 
-    def _catch_up(self, name: str, now: float) -> bool:
-        """Mirror the real bindings of pods the real queue popped before `name` and the twin's has not
-        yet: the pops came in another order (a timing mismatch), and the pod is judged on the real state."""
+    def _pops(self, name: str) -> list[int]:
+        """Where in this step's real pops the pod's tries the twin has not matched yet come."""
+        left = self._real.setdefault("left", {})
+        if name not in left:
+            left[name] = [k for k, q in enumerate(self._real["popped"]) if q == name]
+        return left[name]
+
+    def _catch_up(self, name: str, now: float, i: int) -> bool:
+        """Mirror the real bindings of pods the real queue popped before its `i`-th pop (of `name`) and
+        the twin's has not yet: the pops came in another order (a timing mismatch), and the pod is judged
+        on the real state."""
         last = self._real["last"]
-        if (i := last.get(name)) is None:
-            return False
         index, names = self.shadow.nodes.index, self.shadow.nodes.names
         moved = False
         for q, node in self._real["bound"].items():
@@ -109,14 +124,15 @@ class ShadowJudge:
         self.shadow.queue.shortcut = []
 
     def _mirror_untried(self, now: float) -> None:
-        """Real bindings of pods the twin's queue did not pop now: a timing mismatch, mirrored anyway."""
+        """Real tries the twin's queue did not match now (a pod it did not pop, or popped fewer times):
+        timing mismatches; the real bindings among them are mirrored anyway."""
         index, names = self.shadow.nodes.index, self.shadow.nodes.names
         why = "kube-scheduler's queue tried it, the twin's did not"
         for pod, node in self._real["bound"].items():
-            if pod in self._tried or pod not in self.shadow.pods:
+            if (info := self.shadow.pods.get(pod)) is None or info.node is not None:
                 continue
-            self.parity.timing(now, self.shadow.pods[pod], why, names, None, node)
+            self.parity.timing(now, info, why, names, None, node)
             self.shadow.bind(pod, index[node], now)
-        for pod in set(self._real["popped"]) - self._tried - set(self._real["bound"]):
-            if pod in self.shadow.pods:
+        for pod in sorted(set(self._real["popped"]) - set(self._real["bound"])):
+            if pod in self.shadow.pods and (pod not in self._tried or self._pops(pod)):
                 self.parity.timing(now, self.shadow.pods[pod], why, names, None)
