@@ -109,10 +109,13 @@ class ShadowJudge:
         names = self.shadow.nodes.names
         for name in self.shadow.queue.shortcut or ():
             pod = self.shadow.pods.get(name)
-            if pod is None or name in self._tried:
+            pops = self._pops(name) if pod is not None else []
+            if pod is None or (name in self._tried and not pops):
                 continue
             self._tried.add(name)
-            if (node := self._real["bound"].get(name)) is not None:
+            if pops:
+                pops.pop(0)
+            if not pops and (node := self._real["bound"].get(name)) is not None:
                 self.parity.bindings += 1
                 self.parity.mismatch(now, pod, "the twin's queue found it fits no node", node)
                 self.shadow.bind(name, self.shadow.nodes.index[node], now)
