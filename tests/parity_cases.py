@@ -516,6 +516,9 @@ def zoned_cases() -> list[Case]:
     and anti-affinity, and preemption whose victims tie in importance. Both must give the same pods.csv."""
     groups, xml = _racks(3, 9, "2")
     big_groups, big_xml = _racks(4, 8, "4")
+    # 12 nodes: Batsim lists hosts by name (node-0, node-1, node-10, node-11, node-2, ...), so the
+    # nodes are created, and their racks first met, in that order
+    named_groups, named_xml = _racks(4, 12, "2")
     return [
         Case("racks-ties", groups, _jobs(31, 40, lambda r, i: _cpu(r)), platform_xml=xml),
         Case(
@@ -533,4 +536,13 @@ def zoned_cases() -> list[Case]:
             _jobs(34, 40, lambda r, i: {"cpu": r.choice(("500m", "1", "2")), **_pinned_preemptor(r, 8)}),
             platform_xml=big_xml,
         ),
+        Case("racks-mixed-12", named_groups, _jobs(35, 60, lambda r, i: _mixed(r)), platform_xml=named_xml),
     ]
+
+
+def _mixed(rng) -> dict:
+    """Spread over the racks, affinity to a rack or plain, with the sizes of _cpu."""
+    job, kind = _cpu(rng), rng.random()
+    if kind < 0.3:
+        return {**job, "labels": {"app": "web"}, "topologySpreadConstraints": _zone_spread(rng)}
+    return {**job, **_rack_affinity(rng)} if kind < 0.6 else job

@@ -131,11 +131,15 @@ class ShadowJudge:
         timing mismatches; the real bindings among them are mirrored anyway."""
         index, names = self.shadow.nodes.index, self.shadow.nodes.names
         why = "kube-scheduler's queue tried it, the twin's did not"
+        left = self._real.get("left", {})  # pods tried one by one: their real pops not yet matched
+
+        def unmatched(pod: str) -> bool:
+            return pod in self.shadow.pods and (pod not in self._tried or bool(left.get(pod)))
+
         for pod, node in self._real["bound"].items():
-            if (info := self.shadow.pods.get(pod)) is None or info.node is not None:
-                continue
-            self.parity.timing(now, info, why, names, None, node)
-            self.shadow.bind(pod, index[node], now)
+            if unmatched(pod) and self.shadow.pods[pod].node is None:
+                self.parity.timing(now, self.shadow.pods[pod], why, names, None, node)
+                self.shadow.bind(pod, index[node], now)
         for pod in sorted(set(self._real["popped"]) - set(self._real["bound"])):
-            if pod in self.shadow.pods and (pod not in self._tried or self._pops(pod)):
+            if unmatched(pod):
                 self.parity.timing(now, self.shadow.pods[pod], why, names, None)
