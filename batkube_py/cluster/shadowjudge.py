@@ -74,8 +74,8 @@ class ShadowJudge:
         index, names = self.shadow.nodes.index, self.shadow.nodes.names
         moved = False
         for q, node in self._real["bound"].items():
-            j = last.get(q)
-            if q == name or q in self._tried or j is None or j > i or q not in self.shadow.pods:
+            j, info = last.get(q), self.shadow.pods.get(q)
+            if q == name or j is None or j > i or info is None or info.node is not None:  # or mirrored
                 continue
             why = f"kube-scheduler's queue tried it before {name}, the twin's queue after"
             self.parity.timing(now, self.shadow.pods[q], why, names, None, node)
