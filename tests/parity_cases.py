@@ -69,10 +69,11 @@ class Case:
     jobs: list[dict]
     config: str | None = None
     events: list[dict] = field(default_factory=list)
+    platform_xml: str | None = None  # instead of one <cluster> per group (e.g. `batkube platform --racks`)
 
     def write(self, d: Path) -> tuple[Path, Path, Path | None, Path | None]:
         d.mkdir(parents=True, exist_ok=True)
-        (d / "p.xml").write_text(platform(self.groups))
+        (d / "p.xml").write_text(self.platform_xml or platform(self.groups))
         profiles = {}
         jobs = []
         for j in self.jobs:
@@ -305,6 +306,7 @@ def cases() -> list[Case]:
             events=failures,
         ),
         *queue_cases(),
+        *zoned_cases(),
         Case(
             "ranked-memory",
             ranked(["4", "4", "4"], memory="4Gi"),
@@ -448,3 +450,99 @@ def gang_cases() -> list[Case]:
             events=failures,
         ),
     ]
+
+
+RACK = "topology.kubernetes.io/zone"
+
+
+def _racks(racks: int, nodes: int, cores: str) -> tuple[list[tuple[int, dict[str, str]]], str]:
+    """`batkube platform --racks RACKS --nodes NODES --cores CORES`: nodes labelled with their rack as
+    topology.kubernetes.io/zone, listed rack by rack; kube-scheduler's node tree interleaves them."""
+    from batkube_py.inputs.platforms import rack_platform
+
+    per = nodes // racks
+    groups = [(per, {"core": cores, RACK: f"rack{r}"}) for r in range(racks)]
+    return groups, rack_platform(racks, nodes, cores)
+
+
+def _zone_spread(rng) -> list[dict]:
+    web = {"matchLabels": {"app": "web"}}
+    when = rng.choice(("DoNotSchedule", "ScheduleAnyway"))
+    out = [{"maxSkew": 1, "topologyKey": RACK, "whenUnsatisfiable": when, "labelSelector": web}]
+    if rng.random() < 0.3:
+        soft = {"whenUnsatisfiable": "ScheduleAnyway", "labelSelector": web}
+        out.append({"maxSkew": 1, "topologyKey": "kubernetes.io/hostname", **soft})
+    return out
+
+
+DB = {"app": "db"}
+NEAR_DB_RACK = {
+    "podAffinity": {
+        "preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 50, "podAffinityTerm": {"topologyKey": RACK, "labelSelector": {"matchLabels": DB}}}
+        ]
+    }
+}
+AWAY_FROM_CACHE = {
+    "podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "cache"}}},
+            {"topologyKey": RACK, "labelSelector": {"matchLabels": {"app": "db"}}},
+        ]
+    }
+}
+
+
+def _rack_affinity(rng) -> dict:
+    app = rng.choice(("db", "web", "cache"))
+    if app == "web":
+        return {"labels": {"app": app}, **_maybe(rng, 0.7, {"affinity": NEAR_DB_RACK})}
+    if app == "cache":
+        return {"labels": {"app": app}, **_maybe(rng, 0.5, {"affinity": AWAY_FROM_CACHE})}
+    return {"labels": {"app": app}}
+
+
+def _pinned_preemptor(rng, nodes: int) -> dict:
+    """Priority 100 pinned to one node (its only potential node: no preemption tie to break at random),
+    or priority 0 anywhere."""
+    if rng.random() < 0.25:
+        return {"priority": 100, "nodeSelector": {"kubernetes.io/hostname": f"node-{rng.randrange(nodes)}"}}
+    return {"priority": 0}
+
+
+def zoned_cases() -> list[Case]:
+    """Issue 36, `parallelism: 1` against kube-scheduler 1.37.2: nodes in racks (zones), where the node
+    tree's zone-by-zone order decides every score tie; spread over the racks, pod affinity to a rack
+    and anti-affinity, and preemption whose victims tie in importance. Both must give the same pods.csv."""
+    groups, xml = _racks(3, 9, "2")
+    big_groups, big_xml = _racks(4, 8, "4")
+    # 12 nodes: Batsim lists hosts by name (node-0, node-1, node-10, node-11, node-2, ...), so the
+    # nodes are created, and their racks first met, in that order
+    named_groups, named_xml = _racks(4, 12, "2")
+    return [
+        Case("racks-ties", groups, _jobs(31, 40, lambda r, i: _cpu(r)), platform_xml=xml),
+        Case(
+            "racks-spread",
+            groups,
+            _jobs(32, 40, lambda r, i: {**_cpu(r), "labels": {"app": "web"},
+                                        "topologySpreadConstraints": _zone_spread(r)}),  # fmt: skip
+            platform_xml=xml,
+        ),
+        Case("racks-affinity", groups, _jobs(33, 40, lambda r, i: {**_cpu(r), **_rack_affinity(r)}),
+             platform_xml=xml),  # fmt: skip
+        Case(
+            "racks-preemption",
+            big_groups,
+            _jobs(34, 40, lambda r, i: {"cpu": r.choice(("500m", "1", "2")), **_pinned_preemptor(r, 8)}),
+            platform_xml=big_xml,
+        ),
+        Case("racks-mixed-12", named_groups, _jobs(35, 60, lambda r, i: _mixed(r)), platform_xml=named_xml),
+    ]
+
+
+def _mixed(rng) -> dict:
+    """Spread over the racks, affinity to a rack or plain, with the sizes of _cpu."""
+    job, kind = _cpu(rng), rng.random()
+    if kind < 0.3:
+        return {**job, "labels": {"app": "web"}, "topologySpreadConstraints": _zone_spread(rng)}
+    return {**job, **_rack_affinity(rng)} if kind < 0.6 else job

@@ -11,8 +11,10 @@ from kubernetes import client
 from batkube_py.cluster.base import Binding, Eviction, Unschedulable
 from batkube_py.cluster.fit import constraint_key, never_fits
 from batkube_py.cluster.groups import Groups
+from batkube_py.cluster.starttimes import StartTimes
 from batkube_py.scheduler.config import build_profiles, default_config
 from batkube_py.scheduler.framework import NODE_TAINT, POD_ADD, POD_DELETE, Decision, NodeChange, Profile
+from batkube_py.scheduler.nodetree import tree_order
 from batkube_py.scheduler.plugins.noderesources import fits
 from batkube_py.scheduler.podinfo import PodInfo, pod_info
 from batkube_py.scheduler.preemption import preempt
@@ -50,7 +52,7 @@ class EmbeddedCluster:
         attempts: Attempts | None = None,
     ):
         self.attempts = attempts
-        self.nodes = NodeTable(nodes)
+        self.nodes = NodeTable(tree_order(nodes))  # rows in upstream's snapshot order (nodetree.py)
         self.profiles = {p.scheduler_name: p for p in (profiles or build_profiles(default_config(), seed))}
         registrations = {
             plugin.name: plugin.events_to_register()
@@ -72,6 +74,9 @@ class EmbeddedCluster:
         self._evictions: list[Eviction] = []
         self._too_big: dict[tuple, str | None] = {}
         self.groups = Groups(self)
+        # the kubelet's startTime writes of a 1.37 run (starttimes.py), replayed as node cache touches;
+        # another scheduler's shadow is told of them (cluster/queued.py)
+        self._start_times = StartTimes() if attempts is None and self.kube_version != "1.32" else None
 
     def supports_groups(self) -> bool:
         """Pod groups are the twin's own: another scheduler deciding each attempt (paced) has none here."""
@@ -111,6 +116,9 @@ class EmbeddedCluster:
         return never_fits(pod, t, ok, rooms, extra)
 
     def add_pod(self, pod: client.V1Pod, job_id: str, now: float) -> None:
+        if self._start_times is not None:
+            for bound, _ in self._start_times.pod_added(pod.spec.priority or 0):
+                self.touch(bound)
         if self.groups.add_pod(pod, job_id, now):
             return
         info = pod_info(pod, job_id, now, self.queue.next_seq())
@@ -130,6 +138,8 @@ class EmbeddedCluster:
 
     def delete_pod(self, name: str, now: float) -> None:
         info = self.pods.pop(name)
+        if self._start_times is not None:
+            self._start_times.gone(name)
         self.nominate(info, None)  # 1.37: deletePodFromSchedulingQueue's move for a nominated pod
         if info.node is not None:
             self.nodes.release(info.node, info)
@@ -190,7 +200,7 @@ class EmbeddedCluster:
                     self._post_filter(profile, pod)
                 else:  # the twin's rejectors; all filters if it disagrees (any event may then help)
                     pod.rejected_by = decision.rejected_by if decision.node is None else profile.filter_names
-                    self._preempted(pod, outcome)
+                    self.mirror_preemption(pod, outcome)
                 self.queue.failed(pod, now)
                 continue
             self.nodes.nominate(pod, None)
@@ -200,7 +210,16 @@ class EmbeddedCluster:
             self.queue.event(POD_ADD, [node], [pod])
             bindings.append(Binding(pod.name, self.nodes.names[node]))
         self.queue.end_cycle()
+        if self._start_times is not None:
+            for name in self._start_times.step_bound([b.pod for b in bindings], now):
+                self.touch(name)
         return bindings
+
+    def touch(self, name: str) -> None:
+        """An update event of a bound pod (a status write): it moves to the end of its node's pods."""
+        pod = self.pods.get(name)
+        if pod is not None and pod.node is not None:
+            self.nodes.touch(pod.node, pod)
 
     def bind(self, name: str, node: int, now: float) -> None:
         """Mirror a binding another scheduler made without this queue popping the pod (cluster/queued.py)."""
@@ -237,7 +256,7 @@ class EmbeddedCluster:
         self.clear_lower_nominations(found.node, pod.priority)
         self.nominate(pod, found.node)
 
-    def _preempted(self, pod: PodInfo, outcome: Outcome) -> None:
+    def mirror_preemption(self, pod: PodInfo, outcome: Outcome) -> None:
         """The real PostFilter's bookkeeping, mirrored: victims terminating, the lower-priority pods
         nominated to the node lose their nomination, the preemptor takes the nomination it was given."""
         self.mark_terminating(outcome.victims)
@@ -255,6 +274,7 @@ class EmbeddedCluster:
         for victim in victims:
             if not victim.terminating:
                 victim.terminating = True
+                self.touch(victim.name)  # DisruptionTarget, then the deletion timestamp: updates
                 why = f"preempted by {preemptor} (priority {priority} > {victim.priority})"
                 self._evictions.append(Eviction(victim.name, why))
 
@@ -263,8 +283,9 @@ class EmbeddedCluster:
         evicts them, this one only stops counting them."""
         self.groups.recount()
         for name in names:
-            if (victim := self.pods.get(name)) is not None:
+            if (victim := self.pods.get(name)) is not None and not victim.terminating:
                 victim.terminating = True
+                self.touch(name)  # DisruptionTarget, then the deletion timestamp: updates
 
     def clear_lower_nominations(self, node: int, priority: int) -> None:
         """prepareCandidate: pods of lower priority nominated to the preempted node lose their nomination."""

@@ -34,6 +34,7 @@ from batkube_py.cluster.embedded import EmbeddedCluster
 from batkube_py.cluster.parity import Parity
 from batkube_py.cluster.realgroups import RealGroups
 from batkube_py.cluster.shadowjudge import ShadowJudge
+from batkube_py.cluster.starttimes import StartTimes
 from batkube_py.cluster.sync import SyncOptions
 from batkube_py.controlplane.clock import ClockError, SchedulerClock
 from batkube_py.scheduler.framework import Profile
@@ -77,8 +78,7 @@ class QueueCluster(ShadowJudge, ApiServerCluster):
         self._node_patches = 0
         self._real: dict = {}  # what the real scheduler did in this step
         self._tried: set[str] = set()  # pods the twin's queue popped in this step
-        self._several_priorities: set[int] = set()
-        self._bind_times: dict[str, float] = {}  # bound pods still running: their binding's step time
+        self.start_times = StartTimes()
         self._real_wake: float | None = None
         self._errors_pending = 0
         self.steps = 0
@@ -160,13 +160,10 @@ class QueueCluster(ShadowJudge, ApiServerCluster):
         # _prepare sets fields of the metadata and spec, never inside them: their copies are enough
         pod = pod.model_copy(update={"metadata": pod.metadata.model_copy(), "spec": pod.spec.model_copy()})
         name = self._prepare(pod)
-        first = len(self._several_priorities) == 1
-        self._several_priorities.add(self.priorities[name])
         self.pod_groups.member(pod)
-        if first and len(self._several_priorities) == 2:  # pods bound before had no startTime yet
-            for bound, at in self._bind_times.items():
-                if bound in self.node_of:
-                    self._start_time(bound, at)
+        for bound, at in self.start_times.pod_added(self.priorities[name]):
+            if bound in self.node_of:
+                self._start_time(bound, at)
         self.watch.track(name)
         self._count("UnscheduledPodAdd")
         # in the background, in order: the step's settle waits for the scheduler to have seen them all
@@ -195,7 +192,7 @@ class QueueCluster(ShadowJudge, ApiServerCluster):
         if not self._begin(now):
             self._forget(name)
             return
-        self._bind_times.pop(name, None)
+        self.start_times.gone(name)
         node = self._forget(name)
         self._count("AssignedPodDelete" if node is not None else "UnscheduledPodDelete")
         self.calls.later(f"delete pod {name}", self.http.delete_pod, name, self.namespace, ok=(404,))
@@ -292,17 +289,18 @@ class QueueCluster(ShadowJudge, ApiServerCluster):
     def _start_times(self, bound: list[Binding], now: float) -> None:
         """The kubelet's part: status.startTime, which preemption reads (victims that started last go
         first). Only needed when priorities differ; whole simulated seconds from the run's origin."""
-        for b in bound:
-            self._bind_times[b.pod] = now
-            self._start_time(b.pod, now)
+        for pod in self.start_times.step_bound([b.pod for b in bound], now):
+            self._start_time(pod, now)
 
     def _start_time(self, pod: str, at: float) -> None:
-        if len(self._several_priorities) < 2 or self._origin is None:
-            return  # without a GetPodStartTime reader to tell apart, one call a pod saved
+        """Write it (starttimes.py says when) and replay the update in the twin's node cache order."""
+        if self._origin is None:
+            return
         started = {"status": {"startTime": self._origin + timedelta(seconds=math.floor(at))}}
         self._drain()
         self._count("AssignedPodUpdate")
         self.calls(f"start pod {pod}", self.core.patch_namespaced_pod_status, pod, self.namespace, started)
+        self.shadow.touch(pod)
 
     # ---- Backend protocol -----------------------------------------------------------------------
 

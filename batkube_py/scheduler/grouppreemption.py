@@ -66,7 +66,7 @@ def preempt_group(
     if not lower:
         return None
     for p in lower:
-        nodes.release(p.node, p)
+        nodes.take_off(p.node, p)
     try:
         result = algorithm()
         if result.status != gs.SUCCESS:
@@ -75,7 +75,7 @@ def preempt_group(
         for p in sorted(lower, key=lambda v: (-v.priority, start_second(v), v.seq)):
             nodes.restore(p.node, p)
             if not _all_pass(profile, result.placed, nodes):
-                nodes.release(p.node, p)
+                nodes.take_off(p.node, p)
                 victims.append(p)
         return GroupPreemption(result.placed, victims)
     finally:

@@ -24,7 +24,7 @@ def node_local(filters: list[Plugin]) -> bool:
     return all(p.reads != "cluster" for p in filters)
 
 
-def _chain_with(profile: Profile, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray):
+def chain_with(profile: Profile, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray):
     """_filter_chain on `idx` with each node's nominated pods on it.
 
     The PreFilter states are computed afresh with the pods there, which is what upstream's
@@ -52,7 +52,7 @@ def _one(profile: Profile, state: CycleState, pod: PodInfo, nodes: NodeTable, i:
     """(passes, reasons, rejecting plugins) of node i: with its nominated pods, then without them."""
     one = np.array([i])
     if state.nominated.get(i):
-        kept, reasons, rejected, _ = _chain_with(profile, state, pod, nodes, one)
+        kept, reasons, rejected, _ = chain_with(profile, state, pod, nodes, one)
         if kept.size == 0:
             return False, reasons, rejected
     kept, reasons, rejected, _ = profile._filter_chain(state, pod, nodes, one)
@@ -66,8 +66,8 @@ def passes(profile: Profile, state: CycleState, pod: PodInfo, nodes: NodeTable, 
 def fail_with_nominated(profile: Profile, state: CycleState, pod: PodInfo, nodes: NodeTable, idx: np.ndarray):
     """Which of the nominated nodes `idx` fail once their nominated pods are added (bool per node)."""
     if idx.size > 1 and node_local(state.filters):
-        return ~np.isin(idx, _chain_with(profile, state, pod, nodes, idx)[0])
-    bad = [_chain_with(profile, state, pod, nodes, np.array([i]))[0].size == 0 for i in idx.tolist()]
+        return ~np.isin(idx, chain_with(profile, state, pod, nodes, idx)[0])
+    bad = [chain_with(profile, state, pod, nodes, np.array([i]))[0].size == 0 for i in idx.tolist()]
     return np.array(bad, dtype=bool)
 
 
@@ -90,7 +90,7 @@ def _reasons_by_node(levels: list) -> dict[int, list[str]] | None:
 def _batched(profile: Profile, state: CycleState, pod: PodInfo, nodes: NodeTable, on: np.ndarray):
     """(feasible nodes, each failing node's reasons, rejecting plugins) of the nominated nodes `on`,
     from one chain with the nominated pods and one without; None if the reasons cannot be told apart."""
-    good, _, by_with, with_levels = _chain_with(profile, state, pod, nodes, on)
+    good, _, by_with, with_levels = chain_with(profile, state, pod, nodes, on)
     kept, _, by_alone, alone_levels = profile._filter_chain(state, pod, nodes, good)
     per_with, per_alone = _reasons_by_node(with_levels), _reasons_by_node(alone_levels)
     if per_with is None or per_alone is None:

@@ -10,24 +10,26 @@ victims leave once Batsim reports them killed. When only resource fit can change
 node, dryrun.py reaches the same victims by arithmetic instead of running the filters again.
 PodDisruptionBudgets play no part: the twin has none, so no candidate violates one.
 
-1.37: NodeResourcesFit reports a node whose whole allocatable is below the pod's request for some
-resource as UnschedulableAndUnresolvable (fit.go, fitsRequest), and such nodes leave the potential
-nodes (nodesWherePreemptionMightHelp): their number sets the random offset and how many candidates are
-wanted. They never had victims to offer, so only those two numbers change.
+1.37: nodes the failed cycle marked UnschedulableAndUnresolvable (unresolvable.py: a taint, node
+affinity, a request above the whole allocatable, ...) are not potential nodes: their number sets the
+random offset and how many candidates are wanted. They never had victims to offer, so only those two
+numbers change.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
 from batkube_py.scheduler.dryrun import requests_dry_run
 from batkube_py.scheduler.framework import CycleState, Profile
-from batkube_py.scheduler.plugins.noderesources import NodeResourcesFit
+from batkube_py.scheduler.gosort import sort_slice
 from batkube_py.scheduler.podinfo import PodInfo
 from batkube_py.scheduler.snapshot import NodeTable
+from batkube_py.scheduler.unresolvable import unresolvable
 
 # Upstream adds MaxInt32 + 1 to each priority before summing, so that more victims never look cheaper.
 _PRIORITY_OFFSET = 2**31
@@ -44,8 +46,15 @@ def start_second(pod: PodInfo) -> int:
     return math.floor(pod.bound_at)
 
 
-def _more_important_first(pods: list[PodInfo]) -> list[PodInfo]:
-    return sorted(pods, key=lambda p: (-p.priority, start_second(p), p.seq))
+def _more_important(a: PodInfo, b: PodInfo) -> bool:
+    """MoreImportantVictim for single pods: higher priority, then an earlier start."""
+    return a.priority > b.priority or (a.priority == b.priority and start_second(a) < start_second(b))
+
+
+def more_important_first(nodes: NodeTable, pods: list[PodInfo]) -> list[PodInfo]:
+    """The reprieve order: the pods in their node's cache order (NodeTable.order, GetPods), sorted as
+    Go's sort.Slice sorts them (gosort.py: stable up to 12, otherwise equals may move)."""
+    return sort_slice(sorted(pods, key=nodes.rank), _more_important)
 
 
 def _fits_on(profile: Profile, pod: PodInfo, nodes: NodeTable, i: int) -> bool:
@@ -67,15 +76,15 @@ def _victims_on(profile: Profile, pod: PodInfo, nodes: NodeTable, i: int) -> lis
     if not lower:
         return None
     for p in lower:
-        nodes.release(i, p)
+        nodes.take_off(i, p)
     victims: list[PodInfo] = []
     try:
         if not _fits_on(profile, pod, nodes, i):
             return None
-        for p in _more_important_first(lower):
+        for p in more_important_first(nodes, lower):
             nodes.restore(i, p)
             if not _fits_on(profile, pod, nodes, i):
-                nodes.release(i, p)
+                nodes.take_off(i, p)
                 victims.append(p)
         return victims
     finally:
@@ -95,7 +104,7 @@ def _dry_run(profile: Profile, pod: PodInfo, nodes: NodeTable, fast: bool):
     dry = requests_dry_run(profile, pod, nodes) if fast else None
     if dry is None:
         return nodes.all, lambda i: _victims_on(profile, pod, nodes, i)
-    return dry.candidates, lambda i: dry.victims_on(i, _more_important_first)
+    return dry.candidates, lambda i: dry.victims_on(i, partial(more_important_first, nodes))
 
 
 def preempt(profile: Profile, pod: PodInfo, nodes: NodeTable, fast: bool = True) -> Preemption | None:
@@ -137,19 +146,11 @@ def preempt(profile: Profile, pod: PodInfo, nodes: NodeTable, fast: bool = True)
 
 
 def potential_nodes(profile: Profile, pod: PodInfo, nodes: NodeTable) -> np.ndarray:
-    """The nodes preemption may look at, in index order: every node in 1.32 (the twin's reading), less
-    in 1.37 those NodeResourcesFit marks unresolvable: some requested resource above the allocatable."""
-    fit = next((p for p in profile.filters if isinstance(p, NodeResourcesFit)), None)
-    if profile.kube_version == "1.32" or fit is None:
+    """The nodes preemption may look at, in index order: every node in 1.32 (the twin's reading); in
+    1.37 those the failed cycle did not mark UnschedulableAndUnresolvable (unresolvable.py)."""
+    if profile.kube_version == "1.32":
         return nodes.all
-    ok = np.ones(len(nodes), dtype=bool)
-    if pod.milli_cpu > 0:
-        ok &= nodes.alloc_cpu >= pod.milli_cpu
-    if pod.memory > 0:
-        ok &= ~nodes.mem_limited | (nodes.alloc_mem >= pod.memory)
-    for r in fit.checked_extended(pod):
-        ok &= nodes.alloc_ext[r] >= pod.extended[r] if r in nodes.alloc_ext else False
-    return nodes.all[ok]
+    return nodes.all[~unresolvable(profile, pod, nodes)]
 
 
 def nominable(profile: Profile, pod: PodInfo, nodes: NodeTable, fast: bool = True) -> list[int]:

@@ -35,6 +35,7 @@ __all__ = ["QueueConfig", "SchedulingQueue"]
 
 _FAST_PLUGINS = ("NodeResourcesFit", "NodeUnschedulable")
 _FAST_EVENTS = frozenset({POD_DELETE, NODE_TAINT})
+_Asked = tuple[str, PodInfo | NodeChange, int | None]  # event, object, highest priority it may move
 UNSCHEDULABLE_TIMEOUT = "UnschedulableTimeout"
 
 
@@ -58,7 +59,8 @@ class SchedulingQueue:
         for (_, name), plugin in self._hints.items():
             for ev in plugin.hinted_events:
                 self._hinted_bits[ev] = self._hinted_bits.get(ev, 0) | (self._bit.get(name, 0))
-        self._objects: list[tuple[str, PodInfo | NodeChange]] = []
+        # (event, object, the highest priority it may move or None): what the hints are asked about
+        self._objects: list[_Asked] = []
         self._fast = sum(self._bit.get(p, 0) for p in _FAST_PLUGINS)
         self._active: list[tuple[tuple[int, float, int], PodInfo]] = []
         self._backoff = BackoffQ(config)
@@ -116,7 +118,7 @@ class SchedulingQueue:
                 self._caps[kind] = max(self._caps.get(kind, max_priority), max_priority)
             self._events.setdefault(kind, set()).update(nodes)
             if self._hinted_bits.get(kind, 0) & parked:
-                self._objects.extend((kind, obj) for obj in objects)
+                self._objects.extend((kind, obj, max_priority) for obj in objects)
 
     def failed(self, pod: PodInfo, now: float) -> None:
         """A cycle found no node: count it, refresh the timestamp, park or back off.
@@ -254,10 +256,10 @@ class SchedulingQueue:
         capped = c["alive"] & False
         for kind in events:
             registered, hinted = self._event_bits.get(kind, 0), self._hinted_bits.get(kind, 0)
-            if kind in caps:  # only an unassigned pod's deletion is capped: hinted plugins skip it
+            if kind in caps:  # only a nominated pod's deletion is capped (getLEPriorityPreCheck)
                 capped |= c["alive"] & (-c["prio"] <= caps[kind]) & ((c["bits"] & registered & ~hinted) != 0)
-                continue
-            queue_always |= registered & ~hinted
+            else:
+                queue_always |= registered & ~hinted
             ask |= registered & hinted
         period = self.config.unschedulable_flush_period
         last_tick = math.floor(now / period) * period
@@ -301,9 +303,13 @@ class SchedulingQueue:
             c["ts"][doomed] = now
             c["since"][doomed] = now
 
-    def _worth_requeuing(self, pod: PodInfo, objects: list[tuple[str, PodInfo | NodeChange]]) -> bool:
-        """isPodWorthRequeuing: some plugin that rejected the pod hints Queue for some event."""
-        for kind, obj in objects:
+    def _worth_requeuing(self, pod: PodInfo, objects: list[_Asked]) -> bool:
+        """isPodWorthRequeuing: some plugin that rejected the pod hints Queue for some event. A nominated
+        pod's deletion asks the hints too (they read a nominated pod as assigned), for pods its
+        priority cap lets through."""
+        for kind, obj, cap in objects:
+            if cap is not None and pod.priority > cap:
+                continue
             asked = self._hinted_bits.get(kind, 0) & self.bits(pod.rejected_by)
             for name in pod.rejected_by:
                 if not asked & self._bit.get(name, 0):

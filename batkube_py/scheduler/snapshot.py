@@ -67,6 +67,10 @@ class NodeTable:
         self.labels: list[dict[str, str]] = [dict(nd.metadata.labels or {}) for nd in nodes]
         self.taints: list[list[client.V1Taint]] = [list(nd.spec.taints or []) for nd in nodes]
         self.pods_on: list[dict[str, PodInfo]] = [{} for _ in nodes]
+        # upstream's NodeInfo.Pods order (equal-importance victims keep it): assume appends, release
+        # swaps the last pod into the gap, touch (an update event) does both; dry runs leave it alone
+        self.order: list[list[str]] = [[] for _ in nodes]
+        self._slot: dict[str, int] = {}
         self.pod_index = PodIndex(self.pods_on)  # per-node counts of pods matching selectors, kept current
         self.priorities: dict[int, int] = {}  # priority → number of placed pods
         self._label_columns: dict[str, np.ndarray] = {}
@@ -211,6 +215,8 @@ class NodeTable:
     def assume(self, i: int, pod: PodInfo) -> None:
         self._add(i, pod)
         self.priorities[pod.priority] = self.priorities.get(pod.priority, 0) + 1
+        self._slot[pod.name] = len(self.order[i])
+        self.order[i].append(pod.name)
         self.check(i)
 
     def restore(self, i: int, pod: PodInfo) -> None:
@@ -223,8 +229,26 @@ class NodeTable:
         self._apply(i, pod, sign)
 
     def release(self, i: int, pod: PodInfo) -> None:
+        self.take_off(i, pod)
+        order, k = self.order[i], self._slot.pop(pod.name)
+        last = order.pop()
+        if k < len(order):
+            order[k] = last
+            self._slot[last] = k
+
+    def take_off(self, i: int, pod: PodInfo) -> None:
+        """Take a pod off node i for a dry run (restore puts it back): its place in `order` stays."""
         self._remove(i, pod)
         self.priorities[pod.priority] -= 1
+
+    def touch(self, i: int, pod: PodInfo) -> None:
+        """An update event of a pod on node i (cache.updatePod: remove, then add): it moves last."""
+        self.release(i, pod)
+        self.assume(i, pod)
+
+    def rank(self, pod: PodInfo) -> int:
+        """The pod's place in its node's `order`."""
+        return self._slot[pod.name]
 
     def nominate(self, pod: PodInfo, i: int | None) -> None:
         """Record the node a preemptor waits for (None: clear it), as upstream's nominator does."""

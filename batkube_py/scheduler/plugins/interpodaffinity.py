@@ -66,6 +66,11 @@ def _matches_all(terms: tuple[Term, ...], pod: PodInfo) -> bool:
     return bool(terms) and all(t.matches(pod, {}) for t in terms)
 
 
+def _matches_any(terms: tuple[Term, ...], pod: PodInfo) -> bool:
+    """podMatchesAnyAffinityTerms, as the hints call it: no namespace labels."""
+    return any(t.matches(pod, {}) for t in terms)
+
+
 @dataclass(frozen=True)
 class Terms:
     req_aff: tuple[Term, ...]
@@ -173,11 +178,17 @@ class InterPodAffinity(Plugin):
         return frozenset({POD_ADD, POD_DELETE, NODE_ADD, NODE_LABEL})
 
     def queueing_hint(self, pod: PodInfo, event: str, obj: PodInfo) -> bool:
-        """An assigned pod added helps if it matches all the pod's required affinity terms; one deleted
-        helps if it matches all its required anti-affinity terms. Upstream (1.32) asks nothing else: a
-        pod kept out only by an existing pod's anti-affinity waits for another event or the flush."""
+        """An assigned pod added helps if it matches all the pod's required affinity terms. One deleted
+        helps, in 1.32, if it matches all the pod's required anti-affinity terms; in 1.37.2 if it matches
+        any of them, or if the pod matches any of the deleted pod's (plugin.go,
+        isSchedulableAfterAssignedPodChange): a pod kept out by an existing pod's anti-affinity is
+        retried when that pod goes."""
         terms = terms_of(pod)
-        return _matches_all(terms.req_aff if event == POD_ADD else terms.req_anti, obj)
+        if event == POD_ADD:
+            return _matches_all(terms.req_aff, obj)
+        if self.kube_version == "1.32":
+            return _matches_all(terms.req_anti, obj)
+        return _matches_any(terms.req_anti, obj) or _matches_any(terms_of(obj).req_anti, pod)
 
     # ---- filter --------------------------------------------------------------------------------------
 
@@ -225,15 +236,15 @@ class InterPodAffinity(Plugin):
         if s is None:
             return PASS
         aff_bad, anti_bad, existing_bad = (bad[idx] for bad in s)
-        reasons = {}
+        reasons, masks = {}, {}
         for reason, bad in (
             (REASON_AFFINITY, aff_bad),
             (REASON_ANTI, anti_bad),
             (REASON_EXISTING_ANTI, existing_bad),
         ):
             if (n := int(bad.sum())) > 0:
-                reasons[reason] = n
-        return FilterResult(~(aff_bad | anti_bad | existing_bad), reasons)
+                reasons[reason], masks[reason] = n, bad
+        return FilterResult(~(aff_bad | anti_bad | existing_bad), reasons, masks)
 
     # ---- score ---------------------------------------------------------------------------------------
 

@@ -222,12 +222,12 @@ class PodTopologySpread(Plugin):
             missing |= miss
             skewed |= skew
             decided |= miss | skew
-        reasons = {}
+        reasons, masks = {}, {}
         if (n := int(missing.sum())) > 0:
-            reasons[REASON_MISSING_LABEL] = n
+            reasons[REASON_MISSING_LABEL], masks[REASON_MISSING_LABEL] = n, missing
         if (n := int(skewed.sum())) > 0:
-            reasons[REASON] = n
-        return FilterResult(~decided, reasons)
+            reasons[REASON], masks[REASON] = n, skewed
+        return FilterResult(~decided, reasons, masks)
 
     # ---- score ---------------------------------------------------------------------------------------
 
