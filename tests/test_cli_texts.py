@@ -106,7 +106,7 @@ def test_experiment_list_describes_each_and_says_which_download(no_data: Path, m
     assert "platform_graphene_16nodes.xml: downloaded on the first run" in burst
     assert "KIT-10-80.swf: cut from KIT-FH2-2016-1.swf, downloaded on the first run" in _entry(out, "kit")
     assert "no download" in _entry(out, "racks")
-    online = r"need the internet once .*: burst, gangs, kit, scale, spaced, sweeps, table41$"
+    online = r"need the internet once .*: burst, gangs, kit, queues, scale, spaced, sweeps, table41$"
     assert re.search(online, out, re.M)
     # a copy in BATKUBE_DATA_DIR (checksum waived here: not the real platform) is said to be there
     ds = datasets.DATASETS["platform_graphene_16nodes.xml"]
