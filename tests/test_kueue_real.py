@@ -126,7 +126,8 @@ def test_preemption_within_a_cluster_queue(controlplane, tmp_path):
     with (tmp_path / "out" / "pods.csv").open() as f:
         rows = list(csv.DictReader(f))
     killed = [r for r in rows if r["state"] == "Killed"]
-    assert len(killed) == 1 and killed[0]["job_id"] in ("w0!lo0", "w0!lo1") and "by Kueue" in killed[0]["reason"]
+    assert len(killed) == 1 and killed[0]["job_id"] in ("w0!lo0", "w0!lo1")
+    assert "by Kueue" in killed[0]["reason"]
     hot = next(r for r in rows if r["job_id"] == "w0!hot")
     assert 10 <= float(hot["admitted_at"]) < 11
     again = next(r for r in rows if r["job_id"].startswith(killed[0]["job_id"] + "#"))

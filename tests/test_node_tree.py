@@ -43,7 +43,7 @@ def test_the_twin_lays_zoned_nodes_out_in_node_tree_order():
 
 def test_score_ties_break_over_the_interleaved_order():
     """Two zones of two nodes added a0 a1 b0 b1: the tree lists a0 b0 a1 b1. The first pod takes a0;
-    the second ties on the three others, and the heap root over the feasible list in tree order (parallelism 1: no drawn filter order) is b0
+    the second ties on the three others, and the heap root over the feasible list in tree order is b0
     (n2), where the platform's order would have given a1 (n1)."""
     c = cluster("1.37", *[{"cpu": "4", "memory": "8Gi", ZONE: z} for z in "aabb"], parallelism=1)
     submit(c, "p0", cpu="1", memory="1Gi")
