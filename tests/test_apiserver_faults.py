@@ -202,13 +202,26 @@ class _Flaky:
 
 
 def test_api_errors_are_retried_a_bounded_number_of_times():
-    calls = ApiCalls(retries=3)
+    calls = ApiCalls(retries=3, patience=0)
     assert calls("x", _Flaky(2)) == "ok"
     assert not calls.outage
     assert calls("x", _Flaky(2, None)) == "ok"
     assert calls.outage  # connection errors: the settle policy must rebase its event counts
-    with pytest.raises(BackendError, match="unreachable.*4 times"):
+    # each kind of fault is one episode, its retries counted, closed by the next success
+    faults = calls.faults.summary()
+    assert [(f["fault"], f["retries"], f["outcome"]) for f in faults["faults"]] == [
+        ("answered 503 flaky", 2, "recovered"), ("unreachable (ConnectionRefusedError)", 2, "recovered")]
+    assert faults["fault_retries"] == 4
+    calls.diagnose = lambda: "kube-apiserver: exited"
+    with pytest.raises(BackendError, match=r"unreachable.*pod p: 4 attempts in 0 s; kube-apiserver: exit"):
         calls("create pod p", _Flaky(10, None))
+    assert calls.faults.summary()["faults"][-1]["outcome"] == "stopped the run"
+    # the attempts go on for `patience` seconds even beyond `retries` (an apiserver restart takes seconds)
+    t0 = time.monotonic()
+    assert ApiCalls(retries=1, patience=0.5)("x", _Flaky(3, None)) == "ok"
+    with pytest.raises(BackendError, match="unreachable"):
+        ApiCalls(retries=1, patience=0.3)("x", _Flaky(100, None))
+    assert time.monotonic() - t0 < 5
     with pytest.raises(BackendError, match="503"):
         calls("create pod p", _Flaky(10))
     with pytest.raises(BackendError, match="422"):
@@ -282,7 +295,7 @@ def test_priority_class_not_yet_admitted_is_retried():
             raise missing
         return "ok"
 
-    calls = ApiCalls(retries=3)
+    calls = ApiCalls(retries=3, patience=0)
     assert calls("create pod p", create) == "ok" and len(tries) == 3
     with pytest.raises(BackendError, match="403"):
         calls("create pod q", _Flaky(1, 403))  # any other 403 is not retried

@@ -13,10 +13,21 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from batkube_py.cluster.base import BackendError
+from batkube_py.cluster.faults import FaultLog
 
 log = logging.getLogger(__name__)
 
 TRANSIENT = (429, 500, 502, 503, 504)
+
+
+def _unreachable(exc: Exception) -> str:
+    """The fault a failed connection shows: nothing listening, or no answer in time (a stalled etcd
+    behind the apiserver looks like this)."""
+    text = f"{type(exc).__name__}: {exc}"
+    if "timed out" in text.lower() or "Timeout" in type(exc).__name__:
+        return f"no answer within the client timeout ({type(exc).__name__})"
+    cause = "ConnectionRefusedError" if "refused" in text.lower() else type(exc).__name__
+    return f"unreachable ({cause})"
 
 
 def transient(exc: ApiException) -> bool:
@@ -29,12 +40,19 @@ def transient(exc: ApiException) -> bool:
 
 
 class ApiCalls:
-    """Retries what a restarting apiserver or an overloaded one (429/5xx) makes fail, a bounded number
-    of times, then fails with a clear error; remembers that an outage happened (the settle policy's
-    event counts are then off until it rebases them), and when the last call returned."""
+    """Retries what a restarting apiserver, a stalled etcd or an overloaded apiserver (429/5xx) makes
+    fail, for at least `retries` attempts and `patience` seconds, then fails with one line naming the
+    fault; every failure and retry goes to the run's FaultLog. Remembers that an outage happened (the
+    settle policy's event counts are then off until it rebases them), and when the last call returned.
 
-    def __init__(self, retries: int = 8, parallel: int = 4):
-        self.retries = retries
+    A retried create may find its pod already there (the first attempt reached the apiserver but its
+    answer did not come back): callers pass `ok=(409,)` where that is the pod they asked for."""
+
+    def __init__(self, retries: int = 8, parallel: int = 4, patience: float = 60.0,
+                 faults: FaultLog | None = None):  # fmt: skip
+        self.retries, self.patience = retries, patience
+        self.faults = faults or FaultLog()
+        self.diagnose: Callable[[], str] = lambda: ""  # the control plane's processes, for the last line
         self.outage = False
         self.last_return = time.monotonic()
         self._parallel = parallel
@@ -45,28 +63,37 @@ class ApiCalls:
     def __call__(
         self, what: str, fn: Callable[..., Any], *args: Any, ok: tuple[int, ...] = (), **kw: Any
     ) -> Any:
-        delay = 0.05
-        for attempt in range(self.retries + 1):
+        delay, attempt, first = 0.05, 0, 0.0
+        while True:
             try:
                 out = fn(*args, _request_timeout=10, **kw)
-                self.last_return = time.monotonic()
-                return out
             except ApiException as exc:
-                if exc.status in ok:
-                    self.last_return = time.monotonic()
-                    return None
-                if not transient(exc) or attempt == self.retries:
+                if exc.status not in ok and not transient(exc):
                     raise BackendError(f"Kubernetes API: {what} failed: {exc.status} {exc.reason}") from None
+                out, fault = None, None if exc.status in ok else f"answered {exc.status} {exc.reason}"
             except (urllib3.exceptions.HTTPError, OSError) as exc:
                 self.outage = True
-                if attempt == self.retries:
-                    raise BackendError(
-                        f"Kubernetes API unreachable: {what} failed {self.retries + 1} times "
-                        f"({type(exc).__name__}); is the apiserver up? (`batkube controlplane status`)"
-                    ) from None
-            log.warning("%s failed, retry %d/%d in %.2f s", what, attempt + 1, self.retries, delay)
+                fault = _unreachable(exc)
+            else:
+                fault = None
+            if fault is None:
+                self.last_return = time.monotonic()
+                self.faults.ok("kube-apiserver")
+                return out
+            attempt += 1
+            first = first or time.monotonic()
+            waited = time.monotonic() - first
+            if attempt > self.retries and waited >= self.patience:
+                why = self.diagnose()
+                spent = f"{what}: {attempt} attempts in {waited:.0f} s" + (f"; {why}" if why else "")
+                line = self.faults.fatal("kube-apiserver", fault, spent)
+                down = fault.startswith(("unreachable", "no answer"))
+                hint = "; is the apiserver up? (`batkube controlplane status`)" if down else ""
+                state = "unreachable" if down else "failing"
+                raise BackendError(f"Kubernetes API {state}: {line}{hint}") from None
+            self.faults.failed("kube-apiserver", fault, what, f"retry {attempt} in {delay:.2f} s")
             time.sleep(delay)
-            delay = min(delay * 2, 5.0)
+            delay = min(delay * 2, 1.0)
 
     def all(self, calls: Sequence[tuple[str, Callable[..., Any], tuple, dict]]) -> None:
         """Independent calls (whose order nobody can observe), a few in flight at once; returns once

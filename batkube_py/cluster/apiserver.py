@@ -21,6 +21,7 @@ from batkube_py import quantities
 from batkube_py.cluster import apicalls, base, expedite, fit, kubelet
 from batkube_py.cluster.apicalls import ApiCalls
 from batkube_py.cluster.base import BackendError, Binding, Unschedulable
+from batkube_py.cluster.faults import FaultLog
 from batkube_py.cluster.kubelet import SIMULATED
 from batkube_py.cluster.schedmetrics import MetricsSource
 from batkube_py.cluster.sync import SchedulerUnresponsive, SettlePolicy, SyncOptions, TimeoutPolicy
@@ -44,7 +45,8 @@ class ApiServerCluster(expedite.BackoffExpedite):
     ):
         self.core = client.CoreV1Api(api)
         self.api = api
-        self.calls = ApiCalls(retries)
+        self.faults = FaultLog(lambda: getattr(self, "now", None))
+        self.calls = ApiCalls(retries, patience=sync.patience, faults=self.faults)
         self.run_id = uuid.uuid4().hex[:8]
         self.namespace = namespace or f"batkube-{self.run_id}"
         self.scheduler_names = scheduler_names
@@ -78,7 +80,7 @@ class ApiServerCluster(expedite.BackoffExpedite):
         self.facts: dict[str, str] = {}  # sync policy and Kubernetes version, for summary.json
         self._unfenced_deletes = False
         self._moved = False  # a delete or node change since the last cycle
-        self.watch = PodWatch(self.core, self.namespace)
+        self.watch = PodWatch(self.core, self.namespace, self.faults)
         self.http = KubeHttp(api)
         try:
             self._create_cluster(nodes)
@@ -314,7 +316,12 @@ class ApiServerCluster(expedite.BackoffExpedite):
         return len(self.node_of)
 
     def report(self) -> dict:
-        return dict(self.facts)
+        return {**self.facts, **self.fault_report()}
+
+    def fault_report(self) -> dict:
+        """The faults seen, the retries they cost, and the pod watch's reconnections (summary.json)."""
+        return {**self.faults.summary(), "watch_reconnects": self.watch.reconnects,
+                "watch_relists": max(0, self.watch.relists - 1)}  # fmt: skip
 
     def over_allocations(self) -> int:
         return self._over
