@@ -103,7 +103,7 @@ class ApiServerCluster(expedite.BackoffExpedite):
         )
         self._fences["NodeAdd"] += len(nodes)
         kubelet.create_nodes(nodes, self.run_id, self.calls, self.http)
-        self.watch.start()
+        self.calls("list the run's pods", lambda **_: self.watch.start())  # retried like any call
         try:
             self.policy.wait_nodes(len(nodes))
         except SchedulerUnresponsive as exc:

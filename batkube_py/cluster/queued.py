@@ -210,7 +210,9 @@ class QueueCluster(ShadowJudge, ApiServerCluster):
         self._drain()  # the pod's create (in the background) is acknowledged first
         self._count(UNGATE_EVENT)
         try:
-            self.calls(f"ungate pod {name}", self.core.patch_namespaced_pod, name, self.namespace, UNGATE)
+            # 422: a retry of a removal already applied (its answer lost) finds no gate left
+            self.calls(f"ungate pod {name}", self.core.patch_namespaced_pod, name, self.namespace, UNGATE,
+                       ok=(422,))  # fmt: skip
         except BackendError as exc:
             self._break(str(exc))
 
@@ -313,7 +315,8 @@ class QueueCluster(ShadowJudge, ApiServerCluster):
                     raise BackendError(self.broken or "")
                 self.watch.cond.wait(0.05)
         if st.get("preempting"):
-            self.watch.sync()  # victims marked for deletion by the preemption goroutines
+            # victims marked for deletion by the preemption goroutines
+            self.calls("list the run's pods", lambda **_: self.watch.sync())
         return dict(self.watch.take_bindings())
 
     def _start_times(self, bound: list[Binding], now: float) -> None:
