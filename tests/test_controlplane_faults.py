@@ -65,6 +65,37 @@ def test_apiserver_killed_and_restarted_by_the_supervisor(cp, tmp_path, referenc
     _recovered(s, "kube-apiserver")
 
 
+def test_apiserver_sigkilled_while_the_scheduler_binds(cp, tmp_path, reference, monkeypatch):
+    """At the step at t=170 (16 completions, 16 bindings) kube-apiserver is paused once the adapter's
+    writes are in, so that kube-scheduler's bindings wait on it; then SIGKILLed (the bindings' connections
+    reset) and started again: the scheduler completes the cut bindings (patient.go)."""
+    steps = {"n": 0}
+    real = QueueCluster.schedule
+
+    def restart(pid: int) -> None:
+        time.sleep(1.0)  # the scheduler has sent its bindings
+        os.kill(pid, signal.SIGKILL)
+        cp._procs[pid].wait()
+        cp.start("kube-apiserver", cp.state())
+
+    def schedule(self, now):
+        steps["n"] += 1
+        if steps["n"] == 2:
+            self._drain()
+            pid = cp.state().pids["kube-apiserver"]
+            os.kill(pid, signal.SIGSTOP)
+            when(lambda: True, lambda: restart(pid))
+        return real(self, now)
+
+    monkeypatch.setattr(QueueCluster, "schedule", schedule)
+    code, output, s = run_on(cp, tmp_path / "run")
+    assert code == 0 and s["complete"], output
+    assert outputs(tmp_path / "run") == reference
+    log = (cp.dir / "kube-scheduler.log").read_text()
+    assert 'a request was cut with its connection; completing it" method="POST"' in log  # a binding
+    _recovered(s, "kube-apiserver")
+
+
 def test_etcd_paused_longer_than_the_client_timeouts(cp, tmp_path, reference):
     """SIGSTOP to etcd for 15 s (the adapter's requests time out after 10 s), then SIGCONT."""
     out = tmp_path / "run"
