@@ -156,14 +156,21 @@ def test_api_errors_are_retried_a_bounded_number_of_times():
     with pytest.raises(BackendError, match=r"unreachable.*pod p: 4 attempts in 0 s; kube-apiserver: exit"):
         calls("create pod p", _Flaky(10, None))
     assert calls.faults.summary()["faults"][-1]["outcome"] == "stopped the run"
-    # the attempts go on for `patience` seconds even beyond `retries` (an apiserver restart takes seconds)
+    # once a call gave up, the others fail at once with its line (no second wait on a dead apiserver)
+    quick = _Flaky(0)
+    with pytest.raises(BackendError, match="pod p: 4 attempts"):
+        calls("delete pod q", quick)
+    assert quick.calls == 0
+    calls = ApiCalls(retries=3, patience=0)
+    # without `retries`, the attempts go on for `patience` seconds (an apiserver restart takes seconds)
     t0 = time.monotonic()
-    assert ApiCalls(retries=1, patience=0.5)("x", _Flaky(3, None)) == "ok"
+    assert ApiCalls(patience=0.5)("x", _Flaky(3, None)) == "ok"
     with pytest.raises(BackendError, match="unreachable"):
-        ApiCalls(retries=1, patience=0.3)("x", _Flaky(100, None))
+        ApiCalls(patience=0.3)("x", _Flaky(100, None))
     assert time.monotonic() - t0 < 5
     with pytest.raises(BackendError, match="503"):
         calls("create pod p", _Flaky(10))
+    calls = ApiCalls(retries=3, patience=0)
     with pytest.raises(BackendError, match="422"):
         calls("create pod p", _Flaky(1, 422))  # not transient: no retry
     # several at once: all run, and the first failure is raised once they are done

@@ -116,6 +116,25 @@ def test_etcd_paused_longer_than_the_client_timeouts(cp, tmp_path, reference):
     assert any("client timeout" in f["fault"] for f in _recovered(s, "kube-apiserver")), s["faults"]
 
 
+def test_etcd_paused_for_good_stops_the_run_naming_it(cp, tmp_path):
+    """Past --fault-patience the run stops, names etcd, and does not hang on its cleanup."""
+    out = tmp_path / "run"
+    etcd = cp.state().pids["etcd"]
+    paused: list[float] = []
+    pause = lambda: (os.kill(etcd, signal.SIGSTOP), paused.append(time.monotonic()))  # noqa: E731
+    t = when(lambda: rows(out) >= 60, pause)
+    try:
+        code, output, s = run_on(cp, out, "--fault-patience", "5", "--scheduler-crash-timeout", "15")
+        ended = time.monotonic()
+    finally:
+        t.join(5)
+        os.kill(etcd, signal.SIGCONT)
+    assert code != 0 and ended - paused[0] < 60, (ended - paused[0], output)
+    assert "etcd: stopped (SIGSTOP)" in s["error"], s["error"]
+    assert s["faults"][-1]["outcome"] == "stopped the run" and not s["complete"]
+    assert (out / "INCOMPLETE").exists() and s["jobs_unfinished"] == 0
+
+
 def test_every_watch_closed_by_the_server_mid_run(cp, tmp_path, reference, monkeypatch):
     """Every connection to kube-apiserver (the scheduler's informers, the adapter's pod watch and calls)
     closed from the server's side, twice, between two steps."""

@@ -41,18 +41,20 @@ def transient(exc: ApiException) -> bool:
 
 class ApiCalls:
     """Retries what a restarting apiserver, a stalled etcd or an overloaded apiserver (429/5xx) makes
-    fail, for at least `retries` attempts and `patience` seconds, then fails with one line naming the
-    fault; every failure and retry goes to the run's FaultLog. Remembers that an outage happened (the
-    settle policy's event counts are then off until it rebases them), and when the last call returned.
+    fail until `patience` seconds have passed since the call began (at least one retry; with `retries`,
+    after that many retries instead: tests), then fails with one line naming the fault; every failure and
+    retry goes to the run's FaultLog. Remembers that an outage happened (the settle policy's event counts
+    are then off until it rebases them), and when the last call returned.
 
     A retried create may find its pod already there (the first attempt reached the apiserver but its
     answer did not come back): callers pass `ok=(409,)` where that is the pod they asked for."""
 
-    def __init__(self, retries: int = 8, parallel: int = 4, patience: float = 60.0,
+    def __init__(self, retries: int | None = None, parallel: int = 4, patience: float = 60.0,
                  faults: FaultLog | None = None):  # fmt: skip
         self.retries, self.patience = retries, patience
         self.faults = faults or FaultLog()
         self.diagnose: Callable[[], str] = lambda: ""  # the control plane's processes, for the last line
+        self.gave_up: str | None = None  # once one call gave up, the others fail at once
         self.outage = False
         self.last_return = time.monotonic()
         self._parallel = parallel
@@ -63,8 +65,10 @@ class ApiCalls:
     def __call__(
         self, what: str, fn: Callable[..., Any], *args: Any, ok: tuple[int, ...] = (), **kw: Any
     ) -> Any:
-        delay, attempt, first = 0.05, 0, 0.0
+        delay, attempt, began = 0.05, 0, time.monotonic()
         while True:
+            if self.gave_up:
+                raise BackendError(self.gave_up)
             try:
                 out = fn(*args, _request_timeout=10, **kw)
             except ApiException as exc:
@@ -81,16 +85,17 @@ class ApiCalls:
                 self.faults.ok("kube-apiserver")
                 return out
             attempt += 1
-            first = first or time.monotonic()
-            waited = time.monotonic() - first
-            if attempt > self.retries and waited >= self.patience:
+            waited = time.monotonic() - began
+            spent = attempt > self.retries if self.retries is not None else waited >= self.patience
+            if spent and attempt > 1 or self.retries == 0:
                 why = self.diagnose()
-                spent = f"{what}: {attempt} attempts in {waited:.0f} s" + (f"; {why}" if why else "")
-                line = self.faults.fatal("kube-apiserver", fault, spent)
+                tried = f"{what}: {attempt} attempts in {waited:.0f} s" + (f"; {why}" if why else "")
+                line = self.faults.fatal("kube-apiserver", fault, tried)
                 down = fault.startswith(("unreachable", "no answer"))
                 hint = "; is the apiserver up? (`batkube controlplane status`)" if down else ""
                 state = "unreachable" if down else "failing"
-                raise BackendError(f"Kubernetes API {state}: {line}{hint}") from None
+                self.gave_up = f"Kubernetes API {state}: {line}{hint}"
+                raise BackendError(self.gave_up) from None
             self.faults.failed("kube-apiserver", fault, what, f"retry {attempt} in {delay:.2f} s")
             time.sleep(delay)
             delay = min(delay * 2, 1.0)
@@ -130,10 +135,11 @@ class ApiCalls:
         self._pool = self._fifo = None
 
 
-def cleanup(api: client.ApiClient, namespace: str, selector: str) -> None:
-    """Delete the run's nodes, pods, namespace and priority classes, logging (not raising) what fails."""
+def cleanup(api: client.ApiClient, namespace: str, selector: str, timeout: float = 30) -> None:
+    """Delete the run's nodes, pods, namespace and priority classes, logging (not raising) what fails; once
+    the apiserver does not answer, the rest is left (a run stopped by an outage must not hang on it)."""
     core, sched, groups = client.CoreV1Api(api), client.SchedulingV1Api(api), client.SchedulingV1beta1Api(api)
-    ns, t = namespace, {"_request_timeout": 30}
+    ns, t = namespace, {"_request_timeout": timeout}
     steps = [
         ("nodes", lambda: core.delete_collection_node(label_selector=selector, **t)),
         # no controller-manager, so no namespace controller: empty and finalize the namespace ourselves
@@ -151,8 +157,9 @@ def cleanup(api: client.ApiClient, namespace: str, selector: str) -> None:
             if exc.status != 404:
                 log.error("cleanup of %s (namespace %s, label %s) failed: %s", what, ns, selector, exc.reason)
         except (urllib3.exceptions.HTTPError, OSError) as exc:
-            log.error("cleanup of %s (namespace %s, label %s) failed: %s; delete by hand", what, ns, selector,
-                      exc)  # fmt: skip
+            log.error("cleanup of %s (namespace %s, label %s) failed: %s; the rest is left: delete the "
+                      "namespace and the nodes labelled %s by hand", what, ns, selector, exc, selector)
+            return
 
 
 def log_pending(core: client.CoreV1Api, namespace: str, names: list[str]) -> None:

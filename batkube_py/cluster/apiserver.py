@@ -40,7 +40,7 @@ class ApiServerCluster(expedite.BackoffExpedite):
         sync: SyncOptions,
         scheduler_names: set[str] | None = None,
         kube_names: set[str] | frozenset[str] = frozenset(),
-        retries: int = 8,
+        retries: int | None = None,
         namespace: str | None = None,
     ):
         self.core = client.CoreV1Api(api)
@@ -336,7 +336,12 @@ class ApiServerCluster(expedite.BackoffExpedite):
                      self.recreated, self.left_in_backoff)  # fmt: skip
         self.watch.stop()
         self.calls.close()
-        apicalls.cleanup(self.api, self.namespace, f"{SIMULATED}={self.run_id}")
+        selector = f"{SIMULATED}={self.run_id}"
+        if self.calls.gave_up:  # the run's objects are not worth a hang on an apiserver that is away
+            log.error("cleanup skipped (%s): delete namespace %s and the nodes labelled %s by hand",
+                      self.calls.gave_up, self.namespace, selector)  # fmt: skip
+            return
+        apicalls.cleanup(self.api, self.namespace, selector, 5 if self.broken else 30)
 
     # ---- ClusterView for the sync policies --------------------------------------------------------
 
