@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -146,3 +147,12 @@ def test_a_busy_control_plane_is_refused_with_the_reason_and_a_dead_runs_hold_is
     _Clock.run = "ghost"
     run2, path2 = lease.acquire(cp_dir, clock, tmp_path / "out3")
     assert _Clock.run == "" and not (cp_dir / "runs" / "ghost.json").exists() and path2.exists()
+
+
+def test_a_control_plane_whose_scheduler_does_not_answer_is_refused_before_batsim_starts(tmp_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens there once closed
+    with pytest.raises(ControlPlaneError, match=r"refused the connection.*controlplane status --dir"):
+        lease.acquire(tmp_path / "cp", f"127.0.0.1:{port}", None)
+    assert not list((tmp_path / "cp" / "runs").glob("*.json"))

@@ -71,8 +71,9 @@ def holders(cp_dir: Path) -> list[Lease]:
 
 
 def busy(cp_dir: Path, clock_address: str | None) -> str | None:
-    """Why a new run may not use this control plane now, or None. A clock still driven by a run that
-    died (no live lease names it) is given back to the wall clock here."""
+    """Why a new run may not use this control plane now, or None (ControlPlaneError if its scheduler's
+    clock does not answer). A clock still driven by a run that died (no live lease names it) is given
+    back to the wall clock here."""
     live = holders(cp_dir)
     if live:
         return f"{live[0].describe()} uses it"
@@ -80,8 +81,8 @@ def busy(cp_dir: Path, clock_address: str | None) -> str | None:
         return None
     try:
         driver = SchedulerClock(clock_address, "probe", timeout=5).ready().get("run")
-    except ClockError as exc:
-        return str(exc)
+    except ClockError as exc:  # not busy: broken, and the run would fail at its first step
+        raise ControlPlaneError(f"{exc} (`batkube controlplane status --dir {cp_dir}`)") from None
     if driver:
         log.warning("kube-scheduler's clock is still driven by run %s, which is gone: freeing it", driver)
         clock = SchedulerClock(clock_address, driver, timeout=5)
