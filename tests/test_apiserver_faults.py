@@ -183,6 +183,17 @@ def test_api_errors_are_retried_a_bounded_number_of_times():
     assert SyncOptions().policy == "auto"
 
 
+def test_the_schedulers_own_waits_are_recorded_as_recovered_faults():
+    from batkube_py.cluster.faults import FaultLog
+
+    faults = FaultLog(lambda: 170.0)
+    faults.seen_by_scheduler({"refused": 3, "cut": 2}, {"refused": 1, "cut": 2})
+    (f,) = faults.summary()["faults"]
+    assert (f["component"], f["fault"], f["first"], f["retries"], f["outcome"], f["sim_time"]) == (
+        "kube-apiserver", "refused kube-scheduler's connections", "kube-scheduler", 2, "recovered", 170.0)
+    assert faults.summary()["fault_retries"] == 2
+
+
 class _View:
     """Just what TimeoutPolicy reads."""
 

@@ -93,7 +93,8 @@ def test_apiserver_sigkilled_while_the_scheduler_binds(cp, tmp_path, reference, 
     assert outputs(tmp_path / "run") == reference
     log = (cp.dir / "kube-scheduler.log").read_text()
     assert 'a request was cut with its connection; completing it" method="POST"' in log  # a binding
-    _recovered(s, "kube-apiserver")
+    cut = [f for f in _recovered(s, "kube-apiserver") if f["fault"] == "cut kube-scheduler's requests"]
+    assert cut and cut[0]["retries"] >= 1 and cut[0]["first"] == "kube-scheduler", s["faults"]
 
 
 def test_etcd_paused_longer_than_the_client_timeouts(cp, tmp_path, reference):

@@ -80,6 +80,16 @@ class FaultLog:
             f.lasted_s, f.outcome = round(time.monotonic() - t0, 3), "stopped the run"
         return f"{component}: {fault} ({what})"
 
+    def seen_by_scheduler(self, counts: dict[str, int], base: dict[str, int]) -> None:
+        """What kube-scheduler waited out itself since `base` (batkube's main, patient.go: connections
+        refused by a restarting kube-apiserver, requests cut with their connection, each completed once it
+        was back), as recovered faults of kube-apiserver with one retry each."""
+        kinds = {"refused": "refused kube-scheduler's connections", "cut": "cut kube-scheduler's requests"}
+        for kind, fault in kinds.items():
+            for _ in range(counts.get(kind, 0) - base.get(kind, 0)):
+                self.failed("kube-apiserver", fault, "kube-scheduler", "it waited, then completed it")
+        self.ok("kube-apiserver")
+
     def summary(self) -> dict:
         with self._lock:
             for f, t0 in self._open.values():

@@ -70,6 +70,7 @@ class QueueCluster(ShadowJudge, ApiServerCluster):
         self.clock = SchedulerClock(clock_address, run, timeout=sync.crash_timeout)
         self._errors = MetricsSource(sync.metrics_url) if sync.metrics_url else None
         self._errors_base: float | None = None
+        self._waits: dict[str, int] | None = None  # the scheduler's own waits for kube-apiserver so far
         self.shadow = EmbeddedCluster(copy.deepcopy(nodes), profiles=profiles, queue_config=queue_config,
                                       attempts=self)  # fmt: skip
         self.shadow.queue.shortcut = []
@@ -272,6 +273,9 @@ class QueueCluster(ShadowJudge, ApiServerCluster):
         if flush is not None:
             self._last_tick = tick
         self.steps += 1
+        if (waits := st.get("patient")) and waits != self._waits:
+            self.faults.seen_by_scheduler(waits, self._waits or waits)  # the first step's: a baseline
+            self._waits = waits
         self.attempts_real += len(st.get("popped") or [])
         real_bound = self._collect(st)
         self.settle_wall += time.monotonic() - t0

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -27,6 +28,10 @@ import (
 
 // apiserverPatience bounds how long a connection to a restarting kube-apiserver is waited for.
 const apiserverPatience = 120 * time.Second
+
+// Connections that had to wait for kube-apiserver, and requests completed after their connection was
+// cut: the settle reply reports them, so that the run's fault record shows the scheduler's side too.
+var refusedDials, cutRequests atomic.Int64
 
 // patientDial waits for a kube-apiserver that is restarting. A refused connection means nothing
 // listens, so no byte of the request left: it is tried again every 50 ms (for up to `patience`) rather
@@ -47,6 +52,7 @@ func patientDial(patience time.Duration) func(ctx context.Context, network, addr
 			}
 			if !logged {
 				klog.Background().Info("batkube: kube-apiserver refuses connections; waiting for it", "address", address)
+				refusedDials.Add(1)
 				logged = true
 			}
 			select {
@@ -75,6 +81,7 @@ func (t patientTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 	klog.Background().Info("batkube: a request was cut with its connection; completing it", "method", req.Method, "path", req.URL.Path, "err", err)
+	cutRequests.Add(1)
 	deadline := time.Now().Add(apiserverPatience)
 	for time.Now().Before(deadline) && req.Context().Err() == nil {
 		if binding {
