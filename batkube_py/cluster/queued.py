@@ -160,9 +160,9 @@ class QueueCluster(ShadowJudge, ApiServerCluster):
 
     def _clock_failed(self, exc: ClockError, during: str) -> None:
         """The scheduler died, was restarted, hangs or refuses: the run stops, naming it."""
-        text = str(exc).removeprefix("kube-scheduler's ")
+        text = str(exc).removeprefix(f"{self.clock.component}'s ")
         why = self.calls.diagnose()
-        self._break(self.faults.fatal("kube-scheduler", text + (f"; {why}" if why else ""), during))
+        self._break(self.faults.fatal(self.clock.component, text + (f"; {why}" if why else ""), during))
 
     def _failed_attempts(self) -> bool:
         """Pods in error backoff: the scheduler's API calls failed (a binding during an apiserver outage)

@@ -19,6 +19,8 @@ class SchedulerClock:
     its reply's length, so a request is one write and a reply is read with one header: http.client
     spent more CPU parsing headers than the scheduler spent answering."""
 
+    component = "kube-scheduler"
+
     def __init__(self, address: str, run: str, timeout: float = 30.0):
         host, _, port = address.rpartition(":")
         self.address, self.run, self.timeout = address, run, timeout
@@ -79,15 +81,15 @@ class SchedulerClock:
             elif isinstance(exc, TimeoutError | socket.timeout):
                 why = f"did not answer {path} within {self.timeout + 5:g} s"
             elif fresh:
-                why = f"refused the connection ({type(exc).__name__}): is kube-scheduler running?"
+                why = f"refused the connection ({type(exc).__name__}): is {self.component} running?"
             else:
-                why = (f"dropped its connection during {path} ({type(exc).__name__}): kube-scheduler died or "
-                       "was restarted, and its queue with it")  # fmt: skip
-            self._lost = f"kube-scheduler's clock endpoint {self.address} {why}"
+                why = (f"dropped its connection during {path} ({type(exc).__name__}): {self.component} "
+                       "died or was restarted, and its queue with it")  # fmt: skip
+            self._lost = f"{self.component}'s clock endpoint {self.address} {why}"
             raise ClockError(self._lost) from None
         self._served = True
         if status != 200:
-            raise ClockError(f"kube-scheduler's clock endpoint {path}: {status} {body.strip()}")
+            raise ClockError(f"{self.component}'s clock endpoint {path}: {status} {body.strip()}")
         return json.loads(body)
 
     def ready(self) -> dict:

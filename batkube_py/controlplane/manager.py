@@ -205,7 +205,7 @@ class ControlPlane:
         try:
             for name in COMPONENTS:
                 self.start(name, st, timeout)
-        except Exception:
+        except BaseException:  # Ctrl-C or SIGTERM while waiting for a component too: nothing left running
             self.down()
             raise
         return st
