@@ -119,6 +119,14 @@ class _Recorder(BaseHTTPRequestHandler):
         pass
 
 
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 @pytest.fixture
 def server():
     _Recorder.requests = []
@@ -149,13 +157,19 @@ def test_lean_calls_send_what_the_api_expects(server):
     assert err.value.status == 404 and "Status" in err.value.body  # what ApiCalls' `ok=(404,)` reads
 
 
-def test_clock_client_reads_long_replies_and_reconnects(server):
+def test_clock_client_reads_long_replies_and_never_reconnects(server):
     clock = SchedulerClock(f"127.0.0.1:{server.server_port}", "run1", timeout=5)
     st = clock.settle({"UnscheduledPodAdd": 3, "NodeAdd": 2}, tick=30.0, t=31.5)
     assert st["echo"] == {"run": "run1", "want": "NodeAdd:2,UnscheduledPodAdd:3", "timeout": "5",
                           "tick": "30.0", "t": "31.5"}  # fmt: skip
     assert len(st["popped"]) == 3000  # beyond one read
-    clock._sock.close()  # the connection dropped between two requests: one reconnect
-    assert clock.begin(32.0)["echo"]["t"] == "32.0"
     with pytest.raises(ClockError, match="Content-Length"):
-        clock._call("/chunked")
+        SchedulerClock(clock.address, "run1", timeout=5)._call("/chunked")
+    # the endpoint never closes a connection: a drop is a dead (or restarted) scheduler, whose queue is gone
+    clock._sock.close()
+    with pytest.raises(ClockError, match="kube-scheduler died or was restarted"):
+        clock.begin(32.0)
+    with pytest.raises(ClockError, match="died or was restarted"):
+        clock.begin(32.0)  # and stays lost: never a fresh connection to a new scheduler mid-run
+    with pytest.raises(ClockError, match="refused the connection.*is kube-scheduler running"):
+        SchedulerClock(f"127.0.0.1:{_closed_port()}", "run2", timeout=1).ready()

@@ -53,6 +53,9 @@ REJECTED_COLUMNS = ["job_id", "field", "value", "expected", "reason", "group"]
 NODE_COLUMNS = ["node", "resource_id", "cpu", "memory", "pods"]
 
 
+INCOMPLETE = "INCOMPLETE"  # in a run directory: the run stopped before its end; the file says why
+
+
 def summary(records: Iterable[PodRecord], nodes: Iterable[client.V1Node] = ()) -> dict[str, Any]:
     """The run's figures from its pod records: summary.json's part that pods.csv (and nodes.csv, for
     the fragmentation) also holds."""
@@ -145,10 +148,18 @@ class RunOutputs:
         self._rejected.write({**row, "reason": rejection.reason, "group": group})
 
     def summary(self, data: dict[str, Any]) -> None:
+        """summary.json; a run stopped by an error is marked incomplete there (`complete`: false) and by
+        an INCOMPLETE file holding the reason, beside the outputs written so far."""
+        data = {**data, "complete": not data.get("error")}
         path = self.dir / "summary.json"
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
         tmp.replace(path)
+        marker = self.dir / INCOMPLETE
+        if data["complete"]:
+            marker.unlink(missing_ok=True)
+        else:
+            marker.write_text(f"{data['error']}\n")
 
     def close(self) -> None:
         self.flush()

@@ -70,7 +70,7 @@ def _report(summary: dict, out: Path | None) -> None:
         ended = summary.get("jobs_total", 0) - summary.get("jobs_unfinished", 0)
         raise click.ClickException(
             f"{summary['error']} — the run did not finish ({ended} of {summary.get('jobs_total', 0)} "
-            "jobs ended); the outputs so far are kept (summary.json has error set)"
+            "jobs ended); the outputs so far are kept, marked incomplete (INCOMPLETE, summary.json)"
         )
     keys = (
         "makespan",

@@ -13,10 +13,21 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from batkube_py.cluster.base import BackendError
+from batkube_py.cluster.faults import FaultLog
 
 log = logging.getLogger(__name__)
 
 TRANSIENT = (429, 500, 502, 503, 504)
+
+
+def _unreachable(exc: Exception) -> str:
+    """The fault a failed connection shows: nothing listening, or no answer in time (a stalled etcd
+    behind the apiserver looks like this)."""
+    text = f"{type(exc).__name__}: {exc}"
+    if "timed out" in text.lower() or "Timeout" in type(exc).__name__:
+        return f"no answer within the client timeout ({type(exc).__name__})"
+    cause = "ConnectionRefusedError" if "refused" in text.lower() else type(exc).__name__
+    return f"unreachable ({cause})"
 
 
 def transient(exc: ApiException) -> bool:
@@ -29,12 +40,21 @@ def transient(exc: ApiException) -> bool:
 
 
 class ApiCalls:
-    """Retries what a restarting apiserver or an overloaded one (429/5xx) makes fail, a bounded number
-    of times, then fails with a clear error; remembers that an outage happened (the settle policy's
-    event counts are then off until it rebases them), and when the last call returned."""
+    """Retries what a restarting apiserver, a stalled etcd or an overloaded apiserver (429/5xx) makes
+    fail until `patience` seconds have passed since the call began (at least one retry; with `retries`,
+    after that many retries instead: tests), then fails with one line naming the fault; every failure and
+    retry goes to the run's FaultLog. Remembers that an outage happened (the settle policy's event counts
+    are then off until it rebases them), and when the last call returned.
 
-    def __init__(self, retries: int = 8, parallel: int = 4):
-        self.retries = retries
+    A retried create may find its pod already there (the first attempt reached the apiserver but its
+    answer did not come back): callers pass `ok=(409,)` where that is the pod they asked for."""
+
+    def __init__(self, retries: int | None = None, parallel: int = 4, patience: float = 60.0,
+                 faults: FaultLog | None = None):  # fmt: skip
+        self.retries, self.patience = retries, patience
+        self.faults = faults or FaultLog()
+        self.diagnose: Callable[[], str] = lambda: ""  # the control plane's processes, for the last line
+        self.gave_up: str | None = None  # once one call gave up, the others fail at once
         self.outage = False
         self.last_return = time.monotonic()
         self._parallel = parallel
@@ -45,28 +65,40 @@ class ApiCalls:
     def __call__(
         self, what: str, fn: Callable[..., Any], *args: Any, ok: tuple[int, ...] = (), **kw: Any
     ) -> Any:
-        delay = 0.05
-        for attempt in range(self.retries + 1):
+        delay, attempt, began = 0.05, 0, time.monotonic()
+        while True:
+            if self.gave_up:
+                raise BackendError(self.gave_up)
             try:
                 out = fn(*args, _request_timeout=10, **kw)
-                self.last_return = time.monotonic()
-                return out
             except ApiException as exc:
-                if exc.status in ok:
-                    self.last_return = time.monotonic()
-                    return None
-                if not transient(exc) or attempt == self.retries:
+                if exc.status not in ok and not transient(exc):
                     raise BackendError(f"Kubernetes API: {what} failed: {exc.status} {exc.reason}") from None
+                out, fault = None, None if exc.status in ok else f"answered {exc.status} {exc.reason}"
             except (urllib3.exceptions.HTTPError, OSError) as exc:
                 self.outage = True
-                if attempt == self.retries:
-                    raise BackendError(
-                        f"Kubernetes API unreachable: {what} failed {self.retries + 1} times "
-                        f"({type(exc).__name__}); is the apiserver up? (`batkube controlplane status`)"
-                    ) from None
-            log.warning("%s failed, retry %d/%d in %.2f s", what, attempt + 1, self.retries, delay)
+                fault = _unreachable(exc)
+            else:
+                fault = None
+            if fault is None:
+                self.last_return = time.monotonic()
+                self.faults.ok("kube-apiserver")
+                return out
+            attempt += 1
+            waited = time.monotonic() - began
+            spent = attempt > self.retries if self.retries is not None else waited >= self.patience
+            if spent and attempt > 1 or self.retries == 0:
+                why = self.diagnose()
+                tried = f"{what}: {attempt} attempts in {waited:.0f} s" + (f"; {why}" if why else "")
+                line = self.faults.fatal("kube-apiserver", fault, tried)
+                down = fault.startswith(("unreachable", "no answer"))
+                hint = "; is the apiserver up? (`batkube controlplane status`)" if down else ""
+                state = "unreachable" if down else "failing"
+                self.gave_up = f"Kubernetes API {state}: {line}{hint}"
+                raise BackendError(self.gave_up) from None
+            self.faults.failed("kube-apiserver", fault, what, f"retry {attempt} in {delay:.2f} s")
             time.sleep(delay)
-            delay = min(delay * 2, 5.0)
+            delay = min(delay * 2, 1.0)
 
     def all(self, calls: Sequence[tuple[str, Callable[..., Any], tuple, dict]]) -> None:
         """Independent calls (whose order nobody can observe), a few in flight at once; returns once
@@ -110,10 +142,11 @@ class ApiCalls:
         self._pool = self._fifo = None
 
 
-def cleanup(api: client.ApiClient, namespace: str, selector: str) -> None:
-    """Delete the run's nodes, pods, namespace and priority classes, logging (not raising) what fails."""
+def cleanup(api: client.ApiClient, namespace: str, selector: str, timeout: float = 30) -> None:
+    """Delete the run's nodes, pods, namespace and priority classes, logging (not raising) what fails; once
+    the apiserver does not answer, the rest is left (a run stopped by an outage must not hang on it)."""
     core, sched, groups = client.CoreV1Api(api), client.SchedulingV1Api(api), client.SchedulingV1beta1Api(api)
-    ns, t = namespace, {"_request_timeout": 30}
+    ns, t = namespace, {"_request_timeout": timeout}
     steps = [
         ("nodes", lambda: core.delete_collection_node(label_selector=selector, **t)),
         # no controller-manager, so no namespace controller: empty and finalize the namespace ourselves
@@ -131,8 +164,9 @@ def cleanup(api: client.ApiClient, namespace: str, selector: str) -> None:
             if exc.status != 404:
                 log.error("cleanup of %s (namespace %s, label %s) failed: %s", what, ns, selector, exc.reason)
         except (urllib3.exceptions.HTTPError, OSError) as exc:
-            log.error("cleanup of %s (namespace %s, label %s) failed: %s; delete by hand", what, ns, selector,
-                      exc)  # fmt: skip
+            log.error("cleanup of %s (namespace %s, label %s) failed: %s; the rest is left: delete the "
+                      "namespace and the nodes labelled %s by hand", what, ns, selector, exc, selector)
+            return
 
 
 def log_pending(core: client.CoreV1Api, namespace: str, names: list[str]) -> None:

@@ -21,6 +21,7 @@ from batkube_py import quantities
 from batkube_py.cluster import apicalls, base, expedite, fit, kubelet
 from batkube_py.cluster.apicalls import ApiCalls
 from batkube_py.cluster.base import BackendError, Binding, Unschedulable
+from batkube_py.cluster.faults import FaultLog
 from batkube_py.cluster.kubelet import SIMULATED
 from batkube_py.cluster.schedmetrics import MetricsSource
 from batkube_py.cluster.sync import SchedulerUnresponsive, SettlePolicy, SyncOptions, TimeoutPolicy
@@ -39,12 +40,13 @@ class ApiServerCluster(expedite.BackoffExpedite):
         sync: SyncOptions,
         scheduler_names: set[str] | None = None,
         kube_names: set[str] | frozenset[str] = frozenset(),
-        retries: int = 8,
+        retries: int | None = None,
         namespace: str | None = None,
     ):
         self.core = client.CoreV1Api(api)
         self.api = api
-        self.calls = ApiCalls(retries)
+        self.faults = FaultLog(lambda: getattr(self, "now", None))
+        self.calls = ApiCalls(retries, patience=sync.patience, faults=self.faults)
         self.run_id = uuid.uuid4().hex[:8]
         self.namespace = namespace or f"batkube-{self.run_id}"
         self.scheduler_names = scheduler_names
@@ -78,7 +80,7 @@ class ApiServerCluster(expedite.BackoffExpedite):
         self.facts: dict[str, str] = {}  # sync policy and Kubernetes version, for summary.json
         self._unfenced_deletes = False
         self._moved = False  # a delete or node change since the last cycle
-        self.watch = PodWatch(self.core, self.namespace)
+        self.watch = PodWatch(self.core, self.namespace, self.faults)
         self.http = KubeHttp(api)
         try:
             self._create_cluster(nodes)
@@ -101,7 +103,7 @@ class ApiServerCluster(expedite.BackoffExpedite):
         )
         self._fences["NodeAdd"] += len(nodes)
         kubelet.create_nodes(nodes, self.run_id, self.calls, self.http)
-        self.watch.start()
+        self.calls("list the run's pods", lambda **_: self.watch.start())  # retried like any call
         try:
             self.policy.wait_nodes(len(nodes))
         except SchedulerUnresponsive as exc:
@@ -314,7 +316,12 @@ class ApiServerCluster(expedite.BackoffExpedite):
         return len(self.node_of)
 
     def report(self) -> dict:
-        return dict(self.facts)
+        return {**self.facts, **self.fault_report()}
+
+    def fault_report(self) -> dict:
+        """The faults seen, the retries they cost, and the pod watch's reconnections (summary.json)."""
+        return {**self.faults.summary(), "watch_reconnects": self.watch.reconnects,
+                "watch_relists": max(0, self.watch.relists - 1)}  # fmt: skip
 
     def over_allocations(self) -> int:
         return self._over
@@ -333,11 +340,16 @@ class ApiServerCluster(expedite.BackoffExpedite):
                      self.recreated, self.left_in_backoff)  # fmt: skip
         self.watch.stop()
         self.calls.close(cancel=interrupted)
+        selector = f"{SIMULATED}={self.run_id}"
         if interrupted and self.disposable:
             log.info("interrupted: namespace %s is left to the run's own control plane, stopped next",
                      self.namespace)  # fmt: skip
             return
-        apicalls.cleanup(self.api, self.namespace, f"{SIMULATED}={self.run_id}")
+        if self.calls.gave_up:  # the run's objects are not worth a hang on an apiserver that is away
+            log.error("cleanup skipped (%s): delete namespace %s and the nodes labelled %s by hand",
+                      self.calls.gave_up, self.namespace, selector)  # fmt: skip
+            return
+        apicalls.cleanup(self.api, self.namespace, selector, 5 if self.broken else 30)
 
     # ---- ClusterView for the sync policies --------------------------------------------------------
 

@@ -125,8 +125,8 @@ class PacedCluster(ApiServerCluster):
         return self.shadow.running()
 
     def report(self) -> dict:
-        return {**self.facts, "real_attempts": self.parity.attempts, **self.parity.summary(),
-                **self.shadow.report()}  # fmt: skip
+        return {**self.facts, **self.fault_report(), "real_attempts": self.parity.attempts,
+                **self.parity.summary(), **self.shadow.report()}  # fmt: skip
 
     def close(self, interrupted: bool = False) -> None:
         if not self._closed:

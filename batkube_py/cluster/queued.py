@@ -33,6 +33,7 @@ from batkube_py.cluster.base import BackendError, Binding, Unschedulable
 from batkube_py.cluster.embedded import EmbeddedCluster
 from batkube_py.cluster.parity import Parity
 from batkube_py.cluster.realgroups import RealGroups
+from batkube_py.cluster.schedmetrics import MetricsSource
 from batkube_py.cluster.shadowjudge import ShadowJudge
 from batkube_py.cluster.starttimes import StartTimes
 from batkube_py.cluster.sync import SyncOptions
@@ -63,9 +64,14 @@ class QueueCluster(ShadowJudge, ApiServerCluster):
         queue_config: QueueConfig,
         kube_names: set[str] | frozenset[str],
         parity: Parity | None = None,
+        clock_run: str | None = None,
         **kw,
     ):
-        self.clock = SchedulerClock(clock_address, uuid.uuid4().hex[:12], timeout=sync.crash_timeout)
+        run = clock_run or uuid.uuid4().hex[:12]
+        self.clock = SchedulerClock(clock_address, run, timeout=sync.crash_timeout)
+        self._errors = MetricsSource(sync.metrics_url) if sync.metrics_url else None
+        self._errors_base: float | None = None
+        self._waits: dict[str, int] | None = None  # the scheduler's own waits for kube-apiserver so far
         self.shadow = EmbeddedCluster(copy.deepcopy(nodes), profiles=profiles, queue_config=queue_config,
                                       attempts=self)  # fmt: skip
         self.shadow.queue.shortcut = []
@@ -99,6 +105,8 @@ class QueueCluster(ShadowJudge, ApiServerCluster):
             )
         self._want = {k: int(v) for k, v in ready.get("events", {}).items()}
         self._base_scheduled = float(ready.get("scheduled", 0))
+        m = self._errors.scrape() if self._errors is not None else None
+        self._errors_base = m.errors if m is not None else None
         super()._create_cluster(nodes)
         self.pod_groups.probe()
 
@@ -138,7 +146,7 @@ class QueueCluster(ShadowJudge, ApiServerCluster):
         try:
             st = self.clock.begin(now)
         except ClockError as exc:
-            self._break(str(exc))
+            self._clock_failed(exc, f"begin t={now}")
             return False
         if self._origin is None:
             self._origin = datetime.fromtimestamp(st["origin"], UTC)
@@ -148,6 +156,23 @@ class QueueCluster(ShadowJudge, ApiServerCluster):
                 for profile in self.shadow.profiles.values():
                     profile.next_start = start % n
         self._step = now
+        return True
+
+    def _clock_failed(self, exc: ClockError, during: str) -> None:
+        """The scheduler died, was restarted, hangs or refuses: the run stops, naming it."""
+        text = str(exc).removeprefix(f"{self.clock.component}'s ")
+        why = self.calls.diagnose()
+        self._break(self.faults.fatal(self.clock.component, text + (f"; {why}" if why else ""), during))
+
+    def _failed_attempts(self) -> bool:
+        """Pods in error backoff: the scheduler's API calls failed (a binding during an apiserver outage)
+        and it retries them later, which a run without the fault would not do. Breaks the run then."""
+        m = self._errors.scrape() if self._errors is not None else None
+        if m is None or self._errors_base is None or m.errors <= self._errors_base:
+            return False  # a pod group backing off (docs/gangs.md): no error
+        fault = (f"{int(m.errors - self._errors_base)} scheduling attempt(s) failed on an API error (pods in "
+                 "error backoff): its retries would give another schedule than a run without the fault")
+        self._break(self.faults.fatal("kube-scheduler", fault, f"settle t={self.now}"))
         return True
 
     def _count(self, label: str, n: int = 1) -> None:
@@ -167,7 +192,8 @@ class QueueCluster(ShadowJudge, ApiServerCluster):
         self.watch.track(name)
         self._count("UnscheduledPodAdd")
         # in the background, in order: the step's settle waits for the scheduler to have seen them all
-        self.calls.later(f"create pod {name}", self.http.create_pod, self.namespace, pod, ordered=True)
+        self.calls.later(f"create pod {name}", self.http.create_pod, self.namespace, pod, ordered=True,
+                         ok=(409,))  # fmt: skip
 
     def supports_gates(self) -> bool:
         return True
@@ -182,7 +208,9 @@ class QueueCluster(ShadowJudge, ApiServerCluster):
         self._drain()  # the pod's create (in the background) is acknowledged first
         self._count(UNGATE_EVENT)
         try:
-            self.calls(f"ungate pod {name}", self.core.patch_namespaced_pod, name, self.namespace, UNGATE)
+            # 422: a retry of a removal already applied (its answer lost) finds no gate left
+            self.calls(f"ungate pod {name}", self.core.patch_namespaced_pod, name, self.namespace, UNGATE,
+                       ok=(422,))  # fmt: skip
         except BackendError as exc:
             self._break(str(exc))
 
@@ -235,11 +263,16 @@ class QueueCluster(ShadowJudge, ApiServerCluster):
         try:
             st = self.clock.settle(self._want, flush, begin)
         except ClockError as exc:
-            self._break(f"kube-scheduler did not settle at t={now}: {exc}")
+            self._clock_failed(exc, f"settle t={now}")
             raise BackendError(self.broken or str(exc)) from None
+        if st.get("backoff") and self._failed_attempts():
+            raise BackendError(self.broken or "")
         if flush is not None:
             self._last_tick = tick
         self.steps += 1
+        if (waits := st.get("patient")) and waits != self._waits:
+            self.faults.seen_by_scheduler(waits, self._waits or waits)  # the first step's: a baseline
+            self._waits = waits
         self.attempts_real += len(st.get("popped") or [])
         real_bound = self._collect(st)
         self.settle_wall += time.monotonic() - t0
@@ -283,7 +316,8 @@ class QueueCluster(ShadowJudge, ApiServerCluster):
                     raise BackendError(self.broken or "")
                 self.watch.cond.wait(0.05)
         if st.get("preempting"):
-            self.watch.sync()  # victims marked for deletion by the preemption goroutines
+            # victims marked for deletion by the preemption goroutines
+            self.calls("list the run's pods", lambda **_: self.watch.sync())
         return dict(self.watch.take_bindings())
 
     def _start_times(self, bound: list[Binding], now: float) -> None:
@@ -328,6 +362,7 @@ class QueueCluster(ShadowJudge, ApiServerCluster):
     def report(self) -> dict:
         return {
             **self.facts,
+            **self.fault_report(),
             "real_attempts": self.attempts_real,
             "queue_steps": self.steps,
             **self.parity.summary(),

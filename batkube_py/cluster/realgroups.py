@@ -62,7 +62,7 @@ class RealGroups:
         self.pods_of.setdefault(name, set())
         c._drain()  # in the order the adapter made them: pods created before, then the group
         c._count(GROUP_ADD)
-        c.calls(f"create pod group {name}", self.api.create_namespaced_pod_group, c.namespace, g)
+        c.calls(f"create pod group {name}", self.api.create_namespaced_pod_group, c.namespace, g, ok=(409,))
 
     def member(self, pod: client.V1Pod) -> None:
         link = pod.spec.scheduling_group

@@ -20,6 +20,7 @@ class Metrics:
     binding: float = 0
     nodes: float = 0
     attempts: float = 0
+    errors: float = 0  # attempts that failed on an error (an API call), not for want of a node
     events: dict[str, float] = field(default_factory=dict)  # event handlers completed, by event label
 
     @property
@@ -87,6 +88,7 @@ def parse_metrics(text: str) -> Metrics:
                 m.events[label] = m.events.get(label, 0) + v
         elif name == "scheduler_schedule_attempts_total":
             m.attempts += v
+            m.errors += v if 'result="error"' in labels else 0
     return m
 
 

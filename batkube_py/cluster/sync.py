@@ -39,6 +39,7 @@ class SyncOptions(BaseModel):
     quiet: float = Field(0.05, description="s of pod silence that counts as 'done' without metrics")
     confirm: float = Field(0.0, description="s the metrics must stay settled (extra margin; fences suffice)")
     crash_timeout: float = Field(30.0, description="s without any scheduler sign of life → stop")
+    patience: float = Field(60.0, description="s a failing Kubernetes API is retried before the run stops")
     backoff: Literal["wait", "expedite"] = Field(
         "expedite", description="pods in wall-clock backoff: wait it out, or recreate them when their "
         "simulated backoff (≤ max_backoff) has certainly expired"

@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from batkube_py.cluster.sync import SyncOptions
-from batkube_py.controlplane import build, kueuebuild
+from batkube_py.controlplane import build, kueuebuild, supervisor
 from batkube_py.controlplane.manager import ControlPlane, ControlPlaneError, dumps_status
 from batkube_py.controlplane.session import ApiServerConfig
 
@@ -75,16 +75,21 @@ def build_cmd(kube_version: str | None, kueue_version: str | None) -> None:
     help="Your KubeSchedulerConfiguration (profiles, plugins, backoff).",
 )
 @_version
-def up_cmd(directory: Path | None, scheduler_config: Path | None, kube_version: str | None) -> None:
+@click.option("--supervise/--no-supervise", default=True, show_default=True,
+              help="Restart a component that exits (backoff 1 s doubling to 30 s; logs kept per restart).")
+def up_cmd(directory: Path | None, scheduler_config: Path | None, kube_version: str | None,
+           supervise: bool) -> None:  # fmt: skip
     """Start the control plane and write a kubeconfig."""
     cp = ControlPlane(directory)
     try:
         st = cp.up(scheduler_config, version=kube_version)
     except ControlPlaneError as exc:
         raise click.ClickException(str(exc)) from None
+    pid = supervisor.spawn(cp) if supervise else None
     click.echo(f"control plane up: {st.server} (Kubernetes {st.versions.get('kubernetes')})\n"
                f"kubeconfig: {st.kubeconfig}\nmetrics: {st.scheduler_metrics}"
-               + (f"\nsimulated clock: {st.scheduler_clock}" if st.scheduler_clock else ""))  # fmt: skip
+               + (f"\nsimulated clock: {st.scheduler_clock}" if st.scheduler_clock else "")
+               + (f"\nsupervised (pid {pid}): {cp.dir}/supervisor.log" if pid else ""))  # fmt: skip
 
 
 @controlplane.command("down")
@@ -101,6 +106,8 @@ def status_cmd(directory: Path | None) -> None:
     """Which of etcd / kube-apiserver / kube-scheduler run, and where."""
     cp = ControlPlane(directory)
     click.echo(dumps_status(cp))
+    if problems := supervisor.diagnose(cp):
+        click.echo(f"not serving: {problems}", err=True)
     if not all(cp.running().values()):
         sys.exit(1)
 
@@ -126,6 +133,21 @@ def backend_options(f: Callable[..., Any]) -> Callable[..., Any]:
             type=click.Path(path_type=Path),
             default=None,
             help="apiserver: use the control plane `controlplane up --dir DIR` started.",
+        ),
+        click.option(
+            "--private-controlplane",
+            "private_controlplane",
+            is_flag=True,
+            help="apiserver: start a control plane of the run's own (in the run directory), even when a "
+            "shared one is up (another run may be driving it).",
+        ),
+        click.option(
+            "--fault-patience",
+            type=_positive,
+            default=60.0,
+            show_default=True,
+            help="apiserver: s a failing Kubernetes API (restarting apiserver, stalled etcd, 429/5xx) is "
+            "retried before the run stops.",
         ),
         click.option(
             "--backoff",
@@ -206,6 +228,8 @@ def apiserver_config(kw: dict[str, Any]) -> ApiServerConfig | None:
     """Pops the backend options from a command's kwargs; None for the embedded backend."""
     keys = (
         "controlplane_dir",
+        "private_controlplane",
+        "fault_patience",
         "backoff_mode",
         "backend",
         "kubeconfig",
@@ -229,6 +253,7 @@ def apiserver_config(kw: dict[str, Any]) -> ApiServerConfig | None:
         policy=o["sync_policy"],
         metrics_url=o["scheduler_metrics"],
         crash_timeout=o["scheduler_crash_timeout"],
+        patience=o["fault_patience"],
         timeout=o["timeout_value"],
         min_delay=o["min_delay"],
         base_step=o["base_simulation_timestep"],
@@ -238,7 +263,11 @@ def apiserver_config(kw: dict[str, Any]) -> ApiServerConfig | None:
         detect_crash=o["detect_scheduler_deadlock"],
         backoff=o["backoff_mode"],
     )
+    if o["private_controlplane"] and (o["kubeconfig"] or o["controlplane_dir"]):
+        raise click.UsageError("--private-controlplane starts a control plane of the run's own: leave out "
+                               "--kubeconfig and --controlplane-dir")  # fmt: skip
     return ApiServerConfig(
+        private=o["private_controlplane"],
         kubeconfig=o["kubeconfig"],
         scheduler_config=o["scheduler_config"],
         scheduler_names=list(o["scheduler_names"]),

@@ -27,6 +27,8 @@ class SchedulerClock:
         self._peer = (host, int(port))
         self._sock: socket.socket | None = None
         self._buf = b""
+        self._served = False  # a request was answered: a connection lost after that is a dead scheduler
+        self._lost: str | None = None
 
     def _connect(self) -> socket.socket:
         if self._sock is None:
@@ -63,15 +65,29 @@ class SchedulerClock:
         return status, body.decode(errors="replace")
 
     def _call(self, path: str, **params: Any) -> dict:
+        """One request. Never retried on a new connection: the endpoint keeps its connections open, so a
+        dropped one means the scheduler died (or was restarted, with an empty queue and a wall clock):
+        the run cannot go on as if nothing happened."""
+        if self._lost:
+            raise ClockError(self._lost)
         query = urllib.parse.urlencode({"run": self.run, **params})
-        for attempt in range(2):
-            try:
-                status, body = self._exchange(path, query)
-                break
-            except (OSError, http.client.HTTPException, ValueError, IndexError) as exc:
-                self._close()
-                if attempt:
-                    raise ClockError(f"{self.component}'s clock endpoint {self.address}: {exc}") from None
+        fresh = self._sock is None and not self._served
+        try:
+            status, body = self._exchange(path, query)
+        except (OSError, http.client.HTTPException, ValueError, IndexError) as exc:
+            self._close()
+            if not isinstance(exc, OSError):
+                why = f"sent an unreadable reply to {path}: {exc}"
+            elif isinstance(exc, TimeoutError | socket.timeout):
+                why = f"did not answer {path} within {self.timeout + 5:g} s"
+            elif fresh:
+                why = f"refused the connection ({type(exc).__name__}): is {self.component} running?"
+            else:
+                why = (f"dropped its connection during {path} ({type(exc).__name__}): {self.component} "
+                       "died or was restarted, and its queue with it")  # fmt: skip
+            self._lost = f"{self.component}'s clock endpoint {self.address} {why}"
+            raise ClockError(self._lost) from None
+        self._served = True
         if status != 200:
             raise ClockError(f"{self.component}'s clock endpoint {path}: {status} {body.strip()}")
         return json.loads(body)

@@ -8,6 +8,7 @@ The state file lets `batkube controlplane down` in another shell stop exactly th
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -37,7 +38,10 @@ WALL_CLOCK_BACKOFF = {"podInitialBackoffSeconds": 1, "podMaxBackoffSeconds": 1}
 # the wall clock, never the simulated one: at 40 bindings a wall second it held each ~6 ms. On this
 # private control plane nothing else needs protecting, so it is lifted unless the user's config sets it.
 CLIENT_RATE = {"qps": 5000, "burst": 10000}
-_ORDER = ("kube-scheduler", "kube-apiserver", "etcd")
+# The processes of a control plane, in start order, with the method that starts one (and waits until it
+# serves). `up` starts them in this order, `down` stops them in reverse, the supervisor restarts any.
+COMPONENTS = {"etcd": "start_etcd", "kube-apiserver": "start_apiserver", "kube-scheduler": "start_scheduler"}
+_ORDER = tuple(reversed(COMPONENTS))
 # Pod groups (docs/gangs.md): the PodGroup API, the pod's schedulingGroup and the scheduler's group
 # cycle are behind GenericWorkload (beta, off in 1.37), topology constraints behind
 # TopologyAwareWorkloadScheduling (alpha); scheduling.k8s.io/v1beta1 is a beta API disabled by default.
@@ -57,8 +61,13 @@ class State(BaseModel):
     apiserver_port: int
     scheduler_port: int
     clock_port: int | None = None  # batkube's kube-scheduler main: the simulated-clock endpoint
+    etcd_peer_port: int | None = None
     pids: dict[str, int] = {}
     versions: dict[str, str] = {}
+    build_version: str | None = None  # the --kube-version `up` was given: a restart uses the same binaries
+    starts: dict[str, int] = {}  # how often each component was started (log files NAME.log.K kept)
+    held: list[str] = []  # stopped on purpose (`stop`): the supervisor leaves them down
+    supervisor: int | None = None  # pid of `controlplane up`'s supervisor (supervisor.py)
 
     @property
     def scheduler_metrics(self) -> str:
@@ -126,7 +135,19 @@ class ControlPlane:
             return None
 
     def _save(self, st: State) -> None:
-        self.state_file.write_text(st.model_dump_json(indent=1))
+        tmp = self.state_file.with_name(f"state.json.{os.getpid()}")
+        tmp.write_text(st.model_dump_json(indent=1))
+        os.replace(tmp, self.state_file)
+
+    def _edit(self, st: State, change) -> None:
+        """Apply `change` to the saved state and to `st`, under a lock: the supervisor and the user's
+        `stop`/`start` write it from different processes."""
+        with open(self.dir / ".state.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            current = self.state() or st
+            change(current)
+            change(st)
+            self._save(current)
 
     def running(self) -> dict[str, bool]:
         st = self.state()
@@ -178,20 +199,28 @@ class ControlPlane:
         st.kubeconfig.write_text(pki.kubeconfig(st.server, self.dir / "pki" / "ca.crt", token))
         kube = bins.version() or "unknown"
         st.versions = {"kubernetes": kube, "etcd": build.ETCD_FOR.get(kube, "unknown")}
+        st.build_version, st.etcd_peer_port = version, _free_port()
         self.write_scheduler_config(st, scheduler_config)
         self._save(st)
         try:
-            self._start(st, "etcd", [str(bins.etcd), *self._etcd_args(st)])
-            self._wait(f"http://127.0.0.1:{st.etcd_port}/health", timeout, "etcd")
-            self.start_apiserver(st, timeout)
-            self.start_scheduler(st, timeout)
+            for name in COMPONENTS:
+                self.start(name, st, timeout)
         except BaseException:  # Ctrl-C or SIGTERM while waiting for a component too: nothing left running
             self.down()
             raise
         return st
 
+    def start(self, name: str, st: State, timeout: float = 60.0) -> None:
+        """Start one component (again) and wait until it serves."""
+        getattr(self, COMPONENTS[name])(st, timeout)
+
+    def start_etcd(self, st: State, timeout: float = 60.0) -> None:
+        self._start(st, "etcd", [str(self._binaries().etcd), *self._etcd_args(st)])
+        self._wait(f"http://127.0.0.1:{st.etcd_port}/health", timeout, "etcd")
+
     def _etcd_args(self, st: State) -> list[str]:
-        url, peer = f"http://127.0.0.1:{st.etcd_port}", f"http://127.0.0.1:{_free_port()}"
+        url = f"http://127.0.0.1:{st.etcd_port}"
+        peer = f"http://127.0.0.1:{st.etcd_peer_port or _free_port()}"
         return [
             f"--data-dir={self.dir / 'etcd-data'}",
             f"--listen-client-urls={url}",
@@ -249,9 +278,12 @@ class ControlPlane:
             self._wait(f"http://{st.scheduler_clock}/ready", timeout, "kube-scheduler")
 
     def _binaries(self) -> build.Binaries:
-        """The binaries `up` chose (a restart of one component in tests uses the same)."""
-        bins = getattr(self, "_bins", None) or build.find_binaries()
-        assert bins is not None
+        """The binaries `up` chose (a restart of one component uses the same)."""
+        st = self.state()
+        bins = getattr(self, "_bins", None) or build.find_binaries(st.build_version if st else None)
+        if bins is None:
+            raise ControlPlaneError("the control plane's binaries are gone: `batkube controlplane build`")
+        self._bins = bins
         return bins
 
     def write_scheduler_config(self, st: State, user_config: Path | None) -> None:
@@ -273,7 +305,12 @@ class ControlPlane:
         (self.dir / "scheduler-config.yaml").write_text(yaml.safe_dump(doc))
 
     def _start(self, st: State, name: str, cmd: list[str]) -> None:
-        with open(self.dir / f"{name}.log", "ab") as log:
+        """Start a component; the log of its previous start, if any, is kept as NAME.log.K."""
+        done = st.starts.get(name, 0)
+        log_file = self.dir / f"{name}.log"
+        if done and log_file.exists():
+            os.replace(log_file, self.dir / f"{name}.log.{done}")
+        with open(log_file, "ab") as log:
             proc = subprocess.Popen(
                 cmd,
                 stdout=log,
@@ -282,9 +319,14 @@ class ControlPlane:
                 start_new_session=True,
                 cwd=self.dir,
             )
-        st.pids[name] = proc.pid
         self._procs[proc.pid] = proc
-        self._save(st)
+
+        def started(s: State) -> None:
+            s.pids[name], s.starts[name] = proc.pid, done + 1
+            if name in s.held:
+                s.held.remove(name)
+
+        self._edit(st, started)
 
     def _wait(self, url: str, timeout: float, name: str, **kw) -> None:
         st = self.state()
@@ -302,9 +344,11 @@ class ControlPlane:
         raise ControlPlaneError(f"{name} not ready after {timeout:.0f} s ({url}: {code} {body[:200]})")
 
     def stop(self, name: str, timeout: float = 10.0) -> None:
+        """Stop one component on purpose: the supervisor leaves it down until it is started again."""
         st = self.state()
         if st is None or name not in st.pids:
             return
+        self._edit(st, lambda s: s.held.append(name) if name not in s.held else None)
         pid = st.pids[name]
         if self._is_alive(pid):
             os.kill(pid, signal.SIGTERM)
@@ -318,11 +362,16 @@ class ControlPlane:
             os.waitpid(pid, os.WNOHANG)
         except ChildProcessError:
             pass
-        del st.pids[name]
-        self._save(st)
+        self._edit(st, lambda s: s.pids.pop(name, None))
 
     def down(self, remove: bool = False) -> None:
-        """Stop what `up` started; `remove` also deletes the state directory (certs, logs)."""
+        """Stop what `up` started (its supervisor first); `remove` also deletes the state directory."""
+        st = self.state()
+        if st is not None and st.supervisor and _alive(st.supervisor, str(self.dir)):
+            os.kill(st.supervisor, signal.SIGTERM)
+            deadline = time.monotonic() + 10
+            while _alive(st.supervisor, str(self.dir)) and time.monotonic() < deadline:
+                time.sleep(0.05)
         for name in _ORDER:
             self.stop(name)
         shutil.rmtree(self.dir / ("" if remove else "etcd-data"), ignore_errors=True)
@@ -336,6 +385,8 @@ class ControlPlane:
                 server=st.server,
                 scheduler_metrics=st.scheduler_metrics,
                 versions=st.versions,
+                supervised=bool(st.supervisor and _alive(st.supervisor, str(self.dir))),
+                restarts={n: k - 1 for n, k in st.starts.items() if k > 1},
             )
         return out
 

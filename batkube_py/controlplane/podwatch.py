@@ -16,6 +16,7 @@ import urllib3
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from batkube_py.cluster.faults import FaultLog
 from batkube_py.controlplane.kubehttp import KubeHttp
 
 log = logging.getLogger(__name__)
@@ -38,10 +39,11 @@ class PodView:
 class PodWatch:
     WATCH_SECONDS = 300  # the apiserver ends a watch after this; we resume from the last resourceVersion
 
-    def __init__(self, core: client.CoreV1Api, namespace: str):
+    def __init__(self, core: client.CoreV1Api, namespace: str, faults: FaultLog | None = None):
         # raw JSON, not the generated models: three events a pod, decoded beside the adapter's own work
         self.http = KubeHttp(core.api_client)
         self.namespace = namespace
+        self.faults = faults or FaultLog()
         self.pods: dict[str, PodView] = {}
         self.bound: list[tuple[int, str, str]] = []  # (rv, pod, node), not yet handed out
         self.evictions: list[tuple[str, str]] = []  # (pod, why): bound pods someone else deletes
@@ -157,6 +159,7 @@ class PodWatch:
     def _run(self) -> None:
         delay = 0.05
         while not self._stop.is_set():
+            opened = time.monotonic()
             try:
                 for ev in self.http.watch_pods(self.namespace, self._rv, self.WATCH_SECONDS):
                     if self._stop.is_set():
@@ -168,15 +171,19 @@ class PodWatch:
                         self._apply(obj, deleted=kind == "DELETED")
                     self._rv = (obj.get("metadata") or {}).get("resourceVersion") or self._rv
                     delay = 0.05
-                continue  # the watch timed out normally: resume from the last resourceVersion
+                if not self._stop.is_set() and time.monotonic() - opened < self.WATCH_SECONDS - 1:
+                    # ended by the apiserver before its timeout: resumed from the last resourceVersion
+                    self._fault("closed the pod watch before its timeout", "resuming from its last rv")
+                    self.reconnects += 1
+                continue
             except ApiException as exc:
                 if exc.status == 410:
-                    log.info("pod watch expired (410 Gone): relisting")
+                    self._fault("expired the pod watch (410 Gone)", "relisting")
                     self._safe_relist()
                     continue
-                log.warning("pod watch failed (%s); reconnecting", exc.status)
+                self._fault(f"failed the pod watch ({exc.status})", "reconnecting")
             except (urllib3.exceptions.HTTPError, OSError, ValueError) as exc:
-                log.warning("pod watch connection lost (%s); reconnecting", type(exc).__name__)
+                self._fault(f"dropped the pod watch ({type(exc).__name__})", "reconnecting")
             except Exception as exc:  # a dead watch thread would silently lose bindings: say so and stop
                 self.error = f"pod watch failed: {type(exc).__name__}: {exc}"
                 log.exception("pod watch failed")
@@ -185,11 +192,16 @@ class PodWatch:
                 return
             self.reconnects += 1
             time.sleep(delay)
-            delay = min(delay * 2, 2.0)
+            delay = min(delay * 2, 1.0)
             self._safe_relist()
+
+    def _fault(self, fault: str, then: str) -> None:
+        self.faults.failed("kube-apiserver", fault, "the pod watch", then)
 
     def _safe_relist(self) -> None:
         try:
             self._relist()
         except (ApiException, urllib3.exceptions.HTTPError, OSError) as exc:
-            log.warning("relist failed (%s); will retry", type(exc).__name__)
+            self._fault(f"failed the pod relist ({type(exc).__name__})", "will retry")
+        else:
+            self.faults.ok("kube-apiserver")

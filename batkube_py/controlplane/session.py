@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -20,6 +21,7 @@ from batkube_py import safeyaml
 from batkube_py.adapter.decision import BackendFactory
 from batkube_py.adapter.translate import DEFAULT_SCHEDULER
 from batkube_py.cluster.sync import SyncOptions
+from batkube_py.controlplane import lease, supervisor
 from batkube_py.controlplane.manager import ControlPlane, ControlPlaneError
 
 if TYPE_CHECKING:
@@ -35,6 +37,7 @@ class ApiServerConfig(BaseModel):
     scheduler_names: list[str] = []
     sync: SyncOptions = SyncOptions()
     keep_controlplane: bool = False
+    private: bool = False  # a control plane of the run's own, even when a shared one is up
     # the twin that paces / checks the real kube-scheduler (scheduler/versions.py); None: the one that
     # follows the control plane's own release (1.37 for 1.37.2, 1.32 for 1.32.6 and unknown clusters)
     kube_version: Literal["1.32", "1.37"] | None = None
@@ -63,11 +66,16 @@ def apiserver_session(cfg: ApiServerConfig, run_dir: Path | None = None) -> Iter
     kube_names: set[str] = set()
     kubeconfig = cfg.kubeconfig
     version = "unknown"
+    cp: ControlPlane | None = None
     if kubeconfig is None:
         cp = ControlPlane(cfg.controlplane_dir)
-        if not all(cp.running().values()):
-            if cfg.controlplane_dir is None and run_dir is not None:
-                cp = ControlPlane(run_dir / "controlplane")
+        if cfg.private or not all(cp.running().values()):
+            if cfg.private and cfg.controlplane_dir is not None:
+                raise ControlPlaneError("--private-controlplane starts a control plane of the run's own: "
+                                        "leave out --controlplane-dir")  # fmt: skip
+            if cfg.controlplane_dir is None:
+                where = run_dir if run_dir is not None else Path(tempfile.mkdtemp(prefix="batkube-run-"))
+                cp = ControlPlane(where / "controlplane")
             log.info("starting a control plane in %s for this run", cp.dir)
             cp.up(cfg.scheduler_config)
             started = cp
@@ -109,6 +117,14 @@ def apiserver_session(cfg: ApiServerConfig, run_dir: Path | None = None) -> Iter
     if sync.policy in ("paced", "queue"):
         real_config = cp.dir / "scheduler-config.yaml" if cfg.kubeconfig is None else cfg.scheduler_config
         paced = paced_parts(cfg, real_config, names, kube_names, sync)
+    run_id, lease_file = None, None
+    if cp is not None:  # before Batsim starts: a busy control plane is refused with the reason
+        try:
+            run_id, lease_file = lease.acquire(cp.dir, sync.clock_address, run_dir)
+        except ControlPlaneError:
+            if started is not None and not cfg.keep_controlplane:
+                started.down()
+            raise
     kueue = kueue_parts(cfg, sync, Path(kubeconfig), run_dir)
     api = config.new_client_from_config(config_file=str(kubeconfig))
     api.configuration.connection_pool_maxsize = 8
@@ -131,7 +147,8 @@ def apiserver_session(cfg: ApiServerConfig, run_dir: Path | None = None) -> Iter
                 from batkube_py.cluster.queued import QueueCluster
 
                 clock = sync.clock_address
-                cluster = QueueCluster(nodes, api, sync, clock, profiles, queue, kube_names, parity)
+                cluster = QueueCluster(nodes, api, sync, clock, profiles, queue, kube_names, parity,
+                                       clock_run=run_id)  # fmt: skip
             else:
                 from batkube_py.cluster.paced import PacedCluster
 
@@ -140,6 +157,9 @@ def apiserver_session(cfg: ApiServerConfig, run_dir: Path | None = None) -> Iter
             cluster = ApiServerCluster(nodes, api, sync, scheduler_names=names or None, kube_names=kube_names)
         cluster.facts.update({"sync_policy": sync.policy, "kubernetes_version": version})
         cluster.disposable = started is not None and not cfg.keep_controlplane
+        if cp is not None:
+            plane = cp
+            cluster.calls.diagnose = lambda: supervisor.diagnose(plane)
         clusters.append(cluster)
         return cluster
 
@@ -149,6 +169,8 @@ def apiserver_session(cfg: ApiServerConfig, run_dir: Path | None = None) -> Iter
         for c in clusters:
             c.close()
         api.close()
+        if lease_file is not None:
+            lease_file.unlink(missing_ok=True)
         if started is not None and not cfg.keep_controlplane:
             started.down()
 

@@ -4,7 +4,8 @@
 // left to do at that time. Without the flag it is upstream's command (app.NewSchedulerCommand).
 //
 // The command below repeats cmd/kube-scheduler/app's NewSchedulerCommand, runCommand and Setup step for
-// step (they take no scheduler.Option), adding WithClock; then it calls app.Run as upstream does.
+// step (they take no scheduler.Option), adding WithClock, and options.Config with clients that wait for a
+// restarting kube-apiserver (patient.go); then it calls app.Run as upstream does.
 package main
 
 import (
@@ -128,7 +129,7 @@ func setup(ctx context.Context, opts *options.Options, clock *clocktesting.FakeC
 	if errs := opts.Validate(); len(errs) > 0 {
 		return nil, nil, 0, utilerrors.NewAggregate(errs)
 	}
-	c, err := opts.Config(ctx)
+	c, err := config(ctx, opts)
 	if err != nil {
 		return nil, nil, 0, err
 	}

@@ -314,6 +314,8 @@ func (c *control) state() map[string]any {
 		"in_flight":     len(q.InFlightPods()),
 		"scheduled":     m.scheduled,
 		"leftover":      c.leftover.Seconds(),
+		// requests that waited for a restarting kube-apiserver (patient.go), for the run's fault record
+		"patient": map[string]int64{"refused": refusedDials.Load(), "cut": cutRequests.Load()},
 	}
 	if next != nil {
 		out["next_wakeup"] = *next
