@@ -82,9 +82,10 @@ class FaultLog:
 
     def seen_by_scheduler(self, counts: dict[str, int], base: dict[str, int]) -> None:
         """What kube-scheduler waited out itself since `base` (batkube's main, patient.go: connections
-        refused by a restarting kube-apiserver, requests cut with their connection, each completed once it
-        was back), as recovered faults of kube-apiserver with one retry each."""
-        kinds = {"refused": "refused kube-scheduler's connections", "cut": "cut kube-scheduler's requests"}
+        refused by a restarting kube-apiserver, requests cut with their connection or answered 429/5xx,
+        each completed once it was back), as recovered faults of kube-apiserver with one retry each."""
+        kinds = {"refused": "refused kube-scheduler's connections",
+                 "cut": "cut or answered 429/5xx kube-scheduler's requests"}  # fmt: skip
         for kind, fault in kinds.items():
             for _ in range(counts.get(kind, 0) - base.get(kind, 0)):
                 self.failed("kube-apiserver", fault, "kube-scheduler", "it waited, then completed it")

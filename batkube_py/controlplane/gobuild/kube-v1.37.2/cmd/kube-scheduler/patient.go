@@ -65,7 +65,8 @@ func patientDial(patience time.Duration) func(ctx context.Context, network, addr
 }
 
 // patientTransport completes, once kube-apiserver is back, a request whose connection was cut before
-// an answer came (a SIGKILLed apiserver): upstream fails it, which for a binding means an error backoff.
+// an answer came (a SIGKILLed apiserver) or that was answered 429/5xx: upstream fails it (a 429 or 503
+// with Retry-After aside), which for a binding means an error backoff.
 // Reads and patches (idempotent) and deletes (a second one finds nothing: the scheduler takes NotFound
 // as done) are sent again. A binding may have been applied before the cut: the pod is read first, and
 // if it is bound (only this scheduler binds) the binding's answer is a success; otherwise it is sent
@@ -77,38 +78,65 @@ func (t patientTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	binding := req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/binding")
 	resend := req.Method == http.MethodGet || req.Method == http.MethodPatch || req.Method == http.MethodDelete
 	replayable := req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
-	if err == nil || !cut(err) || !(binding || resend) || !replayable || req.Context().Err() != nil {
+	if !failed(resp, err) || !(binding || resend) || !replayable || req.Context().Err() != nil {
 		return resp, err
 	}
-	klog.Background().Info("batkube: a request was cut with its connection; completing it", "method", req.Method, "path", req.URL.Path, "err", err)
+	status := 0
+	if resp != nil {
+		status = resp.StatusCode
+	}
+	klog.Background().Info("batkube: a request was cut with its connection or answered 429/5xx; completing it", "method", req.Method, "path", req.URL.Path, "status", status, "err", err)
 	cutRequests.Add(1)
 	deadline := time.Now().Add(apiserverPatience)
 	for time.Now().Before(deadline) && req.Context().Err() == nil {
+		time.Sleep(50 * time.Millisecond)
 		if binding {
 			bound, berr := t.bound(req)
-			if berr == nil && bound {
-				return success(req), nil
-			}
 			if berr != nil {
-				err = berr
-				time.Sleep(50 * time.Millisecond)
 				continue
+			}
+			if bound {
+				discard(resp)
+				return success(req), nil
 			}
 		}
 		again := req.Clone(req.Context())
 		if req.GetBody != nil {
 			body, berr := req.GetBody()
 			if berr != nil {
-				return nil, berr
+				return resp, err
 			}
 			again.Body = body
 		}
-		if resp, err = t.next.RoundTrip(again); err == nil || !cut(err) {
+		r, e := t.next.RoundTrip(again)
+		discard(resp)
+		resp, err = r, e
+		if !failed(resp, err) {
 			return resp, err
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
-	return nil, err
+	return resp, err
+}
+
+// failed: the connection was cut under the request, or the apiserver answered that it could not serve
+// it now (429, or 5xx: e.g. etcd paused behind it long enough for its client to drop the connection).
+func failed(resp *http.Response, err error) bool {
+	if err != nil {
+		return cut(err)
+	}
+	switch resp.StatusCode {
+	case http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusBadGateway,
+		http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
+func discard(resp *http.Response) {
+	if resp != nil && resp.Body != nil {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+	}
 }
 
 // bound reads the binding's pod (the binding URL without /binding) and says whether it has a node.
