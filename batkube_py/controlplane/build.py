@@ -207,18 +207,24 @@ def build(log=sys.stderr, attempts: int = 3, version: str | None = None) -> Bina
             print(f"{binary}: the same sources as an earlier build, reused", file=log, flush=True)
             continue
         module, pkg = _MAIN[binary]
-        cmd = [go, "build", "-o", str(target) + ".tmp", "-ldflags", _ldflags(binary, v), pkg]
-        for attempt in range(1, attempts + 1):
-            t0 = time.monotonic()
-            print(f"building {binary} ({' '.join(cmd[1:3])}) attempt {attempt}", file=log, flush=True)
-            proc = subprocess.run(cmd, cwd=src / dirs[module], env=env, capture_output=True, text=True)
-            if proc.returncode == 0:
-                os.replace(str(target) + ".tmp", target)
-                print(f"built {binary} in {time.monotonic() - t0:.0f} s", file=log, flush=True)
-                break
-            tail = "\n".join(proc.stderr.strip().splitlines()[-15:])
-            if attempt == attempts:
-                raise BuildError(f"go build of {binary} failed {attempts} times; last error:\n{tail}")
-            print(f"go build of {binary} failed, retrying:\n{tail}", file=log, flush=True)
-            time.sleep(5 * attempt)
+        go_build(go, binary, target, pkg, _ldflags(binary, v), src / dirs[module], env, log, attempts)
     return Binaries(out / "etcd", out / "kube-apiserver", out / "kube-scheduler", v in CLOCK_VERSIONS)
+
+
+def go_build(go: str, name: str, target: Path, pkg: str, ldflags: str, cwd: Path, env: dict[str, str], log,
+             attempts: int) -> None:  # fmt: skip
+    """`go build` of one main into target, retried: a module download can fail transiently."""
+    cmd = [go, "build", "-o", f"{target}.tmp", "-ldflags", ldflags, pkg]
+    for attempt in range(1, attempts + 1):
+        t0 = time.monotonic()
+        print(f"building {name} ({' '.join(cmd[1:3])}) attempt {attempt}", file=log, flush=True)
+        proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+        if proc.returncode == 0:
+            os.replace(f"{target}.tmp", target)
+            print(f"built {name} in {time.monotonic() - t0:.0f} s", file=log, flush=True)
+            return
+        tail = "\n".join(proc.stderr.strip().splitlines()[-15:])
+        if attempt == attempts:
+            raise BuildError(f"go build of {name} failed {attempts} times; last error:\n{tail}")
+        print(f"go build of {name} failed, retrying:\n{tail}", file=log, flush=True)
+        time.sleep(5 * attempt)

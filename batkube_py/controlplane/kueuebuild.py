@@ -14,11 +14,10 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from batkube_py.controlplane.build import GOBUILD, BuildError, cache_dir
+from batkube_py.controlplane.build import GOBUILD, BuildError, cache_dir, go_build
 
 DEFAULT_KUEUE_VERSION = "v0.17.0"
 SUPPORTED = ("v0.17.0",)
@@ -91,20 +90,7 @@ def build_kueue(log=sys.stderr, attempts: int = 3, version: str | None = None) -
     if not (src / "go.mod").is_file():
         shutil.copytree(_module(v), src, dirs_exist_ok=True)
     env = _go_env()
-    cmd = [go, "build", "-o", str(out / "kueue.tmp"), "-ldflags", "-s -w", "./cmd/kueue"]
-    for attempt in range(1, attempts + 1):
-        t0 = time.monotonic()
-        print(f"building kueue {v} attempt {attempt}", file=log, flush=True)
-        proc = subprocess.run(cmd, cwd=src, env=env, capture_output=True, text=True)
-        if proc.returncode == 0:
-            os.replace(out / "kueue.tmp", out / "kueue")
-            print(f"built kueue in {time.monotonic() - t0:.0f} s", file=log, flush=True)
-            break
-        tail = "\n".join(proc.stderr.strip().splitlines()[-15:])
-        if attempt == attempts:
-            raise BuildError(f"go build of kueue failed {attempts} times; last error:\n{tail}")
-        print(f"go build of kueue failed, retrying:\n{tail}", file=log, flush=True)
-        time.sleep(5 * attempt)
+    go_build(go, f"kueue {v}", out / "kueue", "./cmd/kueue", "-s -w", src, env, log, attempts)
     listed = subprocess.run([go, "list", "-m", "-json", "sigs.k8s.io/kueue"], cwd=src, env=env,
                             capture_output=True, text=True, check=False)  # fmt: skip
     try:
