@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 
 from kubernetes import client
 
@@ -157,8 +158,6 @@ class KueueCluster(QueueCluster):
         """Kueue's settle, again after each round of preemptions: a victim's pods turn Failed (what the
         kubelet reports of a pod stopped by its deletion) so that Kueue releases their quota in this step
         and admits the workload that preempted them."""
-        import time
-
         self._drain()
         if self.kueue.proc is None or self.kueue.proc.poll() is not None:
             self._break(f"Kueue exited (see {self.kueue.log_path})")

@@ -17,6 +17,7 @@ from urllib.parse import quote
 
 from kubernetes.client.rest import ApiException
 
+from batkube_py import safeyaml
 from batkube_py.controlplane.clock import ClockError, SchedulerClock
 from batkube_py.controlplane.kubehttp import KubeHttp
 from batkube_py.controlplane.kueuebuild import KueueBinary
@@ -108,8 +109,6 @@ def install_crds(http: KubeHttp, binary: KueueBinary, timeout: float = 60.0) -> 
     """Server-side apply of the release's CRDs (the Workload CRD is too big for client-side apply)."""
     names = []
     for f in sorted(binary.crds.glob("*.yaml")):
-        from batkube_py import safeyaml
-
         doc = safeyaml.load_file(f)
         name = doc["metadata"]["name"]
         names.append(name)

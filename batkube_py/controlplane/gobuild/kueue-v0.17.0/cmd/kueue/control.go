@@ -203,11 +203,12 @@ func (c *control) settle(w http.ResponseWriter, r *http.Request) {
 	deadline := start.Add(timeout)
 	before := readGauges()
 	c.waits = map[string]int{}
-	// 1. the step's changes handled, the scheduler held
-	if why := c.wait(deadline, func() (bool, string) {
+	controllers := func() (bool, string) {
 		ok, why, _ := c.q.controllersQuiet(podsRV)
 		return ok, why
-	}); why != "" {
+	}
+	// 1. the step's changes handled, the scheduler held
+	if why := c.wait(deadline, controllers); why != "" {
 		http.Error(w, "Kueue did not take in the step's changes: "+why, http.StatusGatewayTimeout)
 		return
 	}
@@ -248,10 +249,7 @@ func (c *control) settle(w http.ResponseWriter, r *http.Request) {
 	}
 	// a cycle that had begun when the hold came back decides nothing new (see above); its writes, if
 	// any, are waited for
-	if why := c.wait(deadline, func() (bool, string) {
-		ok, why, _ := c.q.controllersQuiet(podsRV)
-		return ok, why
-	}); why != "" {
+	if why := c.wait(deadline, controllers); why != "" {
 		http.Error(w, "Kueue not idle: "+why, http.StatusGatewayTimeout)
 		return
 	}
