@@ -58,3 +58,14 @@ def test_seed_spread_prints_the_twins_spread_over_seeds():
     rows = dict(re.findall(r"^(twin 1\.37, parallelism \d+), seeds 0-1\s+.*\s(\d+)\s*$", text, re.M))
     assert rows == {"twin 1.37, parallelism 16": "2", "twin 1.37, parallelism 1": "1"}, text
     assert "(no real runs: --no-real)" in text
+
+
+def test_queues_speed_runs_each_pair_with_and_without_the_kueue_twin():
+    from shared_support import need
+
+    need(ROOT.parent / "shared" / "traces" / "NASA-iPSC-1993-3.1-cln.swf")
+    text = _run("benchmarks/queues_speed.py", "--jobs", "200", "--pairs", "1")
+    runs = re.findall(r"wall +([\d.]+) s +adapter cpu +([\d.]+) s .* (\d+) jobs, mean wait", text)
+    assert len(runs) == 2 and {n for *_, n in runs} == {"200"}, text
+    assert "with the Kueue v0.17.0 twin" in text, text
+    assert re.search(r"median over 1 pairs: wall [\d.]+x", text), text
