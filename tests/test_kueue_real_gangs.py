@@ -1,0 +1,149 @@
+"""Gangs (jobs on several hosts) as Kueue pod groups on the real backend: the real Kueue v0.17.0 admits
+each group all-or-nothing, the real kube-scheduler 1.37.2 places it with its own gang scheduling, on the
+Batsim 4.2.1 double (docs/kueue.md). Each case is checked against a hand-computed expectation and
+against the Kueue twin with the twin of kube-scheduler 1.37, job by job: admission instant, LocalQueue,
+ClusterQueue, flavor, start and the set of nodes (`parallelism: 1` on both sides, so that score ties go
+the same way).
+
+The cases are data (GANG_CASES: a parity_cases.Case and its queues file) for a parity suite to reuse.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+from apiserver_support import DOUBLE, require_kueue, start
+from click.testing import CliRunner
+from kueue_support import cq, flavor, lq, wpc, write
+from parity_cases import Case
+
+from batkube_py.cli.app import main
+
+SERIAL = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nparallelism: 1\n"
+ONE_CORE = {"core": "1"}
+
+
+def _job(id_: str, t: float, res: int = 1, delay: int = 100, **extra) -> dict:
+    return {"id": id_, "subtime": t, "res": res, "delay": delay, "cpu": "1", **extra}
+
+
+# name → (case, the queues file's objects)
+GANG_CASES: dict[str, tuple[Case, list[dict]]] = {
+    # 4 cores of quota on 6 nodes: two gangs of 3 do not both fit the quota (they would fit the nodes)
+    "gangs-in-order": (
+        Case("gangs-in-order", [(6, ONE_CORE)], [_job("a", 0, 3, queue="q"), _job("b", 0, 3, queue="q")]),
+        [flavor("f"), cq("cq", {"f": {"cpu": 4}}), lq("q", "cq")],
+    ),
+    # a gang of 4 between two single pods in one queue (submitted at one instant: job id order), under
+    # both queueing strategies: BestEffortFIFO admits the single behind the gang that does not fit yet,
+    # StrictFIFO holds it behind the gang
+    "gang-and-singles": (
+        Case("gang-and-singles", [(8, ONE_CORE)], [
+            _job("b0", 0, queue="best"), _job("b1", 0, 4, queue="best"), _job("b2", 0, queue="best"),
+            _job("s0", 0, queue="strict"), _job("s1", 0, 4, queue="strict"), _job("s2", 0, queue="strict"),
+        ]),  # fmt: skip
+        [flavor("f"), cq("cq-best", {"f": {"cpu": 4}}),
+         cq("cq-strict", {"f": {"cpu": 4}}, queueingStrategy="StrictFIFO"),
+         lq("best", "cq-best"), lq("strict", "cq-strict")],  # fmt: skip
+    ),
+    # a gang holding the whole quota is preempted by an urgent single pod: killed, resubmitted, and
+    # admitted again when the urgent pod ends
+    "gang-preempted": (
+        Case("gang-preempted", [(4, ONE_CORE)],
+             [_job("lo", 0, 4, queue="q"), _job("hot", 10, queue="q", priority_class="urgent")]),  # fmt: skip
+        [flavor("f"), wpc("urgent", 100),
+         cq("cq", {"f": {"cpu": 4}}, preemption={"withinClusterQueue": "LowerPriority"}), lq("q", "cq")],
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def controlplane(tmp_path_factory):
+    require_kueue()
+    d = tmp_path_factory.mktemp("cp")
+    (d / "serial.yaml").write_text(SERIAL)
+    cp = start(d, d / "serial.yaml", version="v1.37.2")
+    yield cp
+    cp.down(remove=True)
+
+
+def run_both(cp, tmp: Path, name: str) -> tuple[dict, dict, dict, dict]:
+    """The case on the real backend and on the twins: each run's jobs (jobs()) and summary."""
+    case, docs = GANG_CASES[name]
+    platform, workload, _, _ = case.write(tmp / "in")
+    queues = write(tmp / "in", docs)
+    (tmp / "in" / "serial.yaml").write_text(SERIAL)
+    common = ["-p", str(platform), "-w", str(workload), "--batsim", str(DOUBLE), "--no-progress",
+              "--queues", str(queues), "--scheduler-config", str(tmp / "in" / "serial.yaml")]  # fmt: skip
+    out = {}
+    for side, extra in (("real", ["--backend", "apiserver", "--controlplane-dir", str(cp.dir)]),
+                        ("twin", ["--kube-version", "1.37"])):  # fmt: skip
+        result = CliRunner().invoke(main, ["run", *common, "-o", str(tmp / side), *extra],
+                                    catch_exceptions=False)  # fmt: skip
+        assert result.exit_code == 0, result.output
+        summary = json.loads((tmp / side / "summary.json").read_text())
+        assert summary["error"] is None and summary["over_allocations"] == 0, summary
+        out[side] = (jobs(tmp / side), summary)
+    return out["real"][0], out["real"][1], out["twin"][0], out["twin"][1]
+
+
+def jobs(out: Path) -> dict[str, dict]:
+    """pods.csv by job ('lo', 'lo#r1'): what Kueue and kube-scheduler decided for it (a gang's rows
+    joined: its nodes as a set, the rest shared by its members)."""
+    by_job: dict[str, dict] = {}
+    with (out / "pods.csv").open() as f:
+        for r in csv.DictReader(f):
+            j = by_job.setdefault(r["job_id"].split("!", 1)[1], {"nodes": set(), "pods": 0})
+            j["pods"] += 1
+            if r["node"]:
+                j["nodes"].add(r["node"])
+            for k in ("admitted_at", "queue", "cluster_queue", "flavor", "start_time", "state"):
+                assert j.setdefault(k, r[k]) == r[k], (r["job_id"], k)  # one decision per gang
+    return by_job
+
+
+def at(job: dict, key: str = "admitted_at") -> float:
+    return float(job[key])
+
+
+def test_two_gangs_that_do_not_both_fit_the_quota_are_admitted_in_order(controlplane, tmp_path):
+    real, summary, twin, _ = run_both(controlplane, tmp_path, "gangs-in-order")
+    assert real == twin
+    a, b = real["a"], real["b"]
+    assert a["pods"] == b["pods"] == 3 and len(a["nodes"]) == len(b["nodes"]) == 3
+    assert at(a) < 1 and at(a) == at(a, "start_time")  # admitted at 0, placed in the same step
+    assert 100 < at(b) < 101 and at(b) == at(b, "start_time")  # when a's quota comes back at 100
+    assert all((j["queue"], j["cluster_queue"], j["flavor"], j["state"]) == ("q", "cq", "f", "Succeeded")
+               for j in real.values())  # fmt: skip
+    assert summary["jobs_succeeded"] == 2 and summary["kueue_version"] == "v0.17.0"
+
+
+def test_a_gang_and_single_pods_share_a_queue(controlplane, tmp_path):
+    real, summary, twin, _ = run_both(controlplane, tmp_path, "gang-and-singles")
+    assert real == twin
+    # BestEffortFIFO: b2 (1 core) is admitted beside b0 while the gang b1 waits for 4 free cores at 100
+    assert at(real["b0"]) < 1 and at(real["b2"]) < 1 and 100 < at(real["b1"]) < 101
+    # StrictFIFO: s2 waits behind the gang s1, admitted at 100, until the gang ends at 200
+    assert at(real["s0"]) < 1 and 100 < at(real["s1"]) < 101 and 200 < at(real["s2"]) < 201
+    assert real["b1"]["cluster_queue"] == "cq-best" and real["s1"]["cluster_queue"] == "cq-strict"
+    assert all(at(j) == at(j, "start_time") for j in real.values())
+    assert len(real["b1"]["nodes"]) == len(real["s1"]["nodes"]) == 4
+    assert summary["jobs_succeeded"] == 6
+
+
+def test_a_preempted_gang_is_killed_and_comes_back(controlplane, tmp_path):
+    real, summary, twin, _ = run_both(controlplane, tmp_path, "gang-preempted")
+    assert real == twin
+    lo, hot, again = real["lo"], real["hot"], real["lo#r1"]
+    assert lo["state"] == "Killed" and at(lo) < 1 and len(lo["nodes"]) == 4
+    # the gang's quota comes back when Batsim has killed it, at 10: hot is admitted and starts then
+    assert 10 < at(hot) < 11 and at(hot) == at(hot, "start_time") and hot["state"] == "Succeeded"
+    # the resubmitted gang is a new pod group, admitted when hot ends at 110
+    assert 110 < at(again) < 111 and again["state"] == "Succeeded" and len(again["nodes"]) == 4
+    assert summary["jobs_preempted"] == 1 and summary["jobs_resubmitted"] == 1
+    with (tmp_path / "real" / "pods.csv").open() as f:
+        reasons = {r["reason"] for r in csv.DictReader(f) if r["job_id"] == "w0!lo"}
+    assert len(reasons) == 1 and "by Kueue" in reasons.pop()
