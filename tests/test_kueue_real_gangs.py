@@ -57,6 +57,16 @@ GANG_CASES: dict[str, tuple[Case, list[dict]]] = {
         [flavor("f"), wpc("urgent", 100),
          cq("cq", {"f": {"cpu": 4}}, preemption={"withinClusterQueue": "LowerPriority"}), lq("q", "cq")],
     ),
+    # a gang admitted by Kueue that kube-scheduler cannot place yet (one node free for two pods) is the
+    # cheapest victim of an urgent pod: deleted unbound, its quota back at once, then queued again
+    "gang-preempted-unbound": (
+        Case("gang-preempted-unbound", [(2, ONE_CORE)], [
+            _job("a", 0, queue="q", priority_class="mid"), _job("g", 0, 2, queue="q"),
+            _job("hot", 10, queue="q", priority_class="urgent"),
+        ]),  # fmt: skip
+        [flavor("f"), wpc("mid", 50), wpc("urgent", 100),
+         cq("cq", {"f": {"cpu": 3}}, preemption={"withinClusterQueue": "LowerPriority"}), lq("q", "cq")],
+    ),
 }
 
 
@@ -146,4 +156,21 @@ def test_a_preempted_gang_is_killed_and_comes_back(controlplane, tmp_path):
     assert summary["jobs_preempted"] == 1 and summary["jobs_resubmitted"] == 1
     with (tmp_path / "real" / "pods.csv").open() as f:
         reasons = {r["reason"] for r in csv.DictReader(f) if r["job_id"] == "w0!lo"}
-    assert len(reasons) == 1 and "by Kueue" in reasons.pop()
+    assert len(reasons) == 1 and "by Kueue" in (why := reasons.pop()) and "UID" not in why
+
+
+def test_a_gang_preempted_before_it_was_placed_is_queued_again(controlplane, tmp_path):
+    real, summary, twin, _ = run_both(controlplane, tmp_path, "gang-preempted-unbound")
+    assert real == twin
+    a, g, hot = real["a"], real["g"], real["hot"]
+    assert at(a) < 1 and a["state"] == "Succeeded"
+    # hot takes g's quota at 10, and the node g could not use
+    assert 10 < at(hot) < 11 and at(hot) == at(hot, "start_time")
+    # g comes back at 10 under its own names, with quota for it at 100 (a ends); kube-scheduler's group
+    # cycle then fails for want of a second node and backs off 1, 2, 4, 8 s (flushed on whole seconds):
+    # retries at 102, 105, 110 (hot's node is busy until 110.02), and 119, which places it
+    assert 100 < at(g) < 101 and 119 < at(g, "start_time") < 120 and g["state"] == "Succeeded"
+    assert len(g["nodes"]) == 2 and summary["jobs_preempted"] == 0 and summary["jobs_resubmitted"] == 0
+    with (tmp_path / "real" / "pods.csv").open() as f:
+        reasons = {r["reason"] for r in csv.DictReader(f) if r["job_id"] == "w0!g"}
+    assert len(reasons) == 1 and "by Kueue" in (why := reasons.pop()) and "UID" not in why

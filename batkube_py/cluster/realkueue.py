@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import threading
 import time
 
@@ -29,6 +30,12 @@ log = logging.getLogger(__name__)
 
 RELEASE_GATE = "batkube.io/release"
 MAX_ROUNDS = 20  # Kueue settles in one step: preemption rounds before the step is declared stuck
+_UIDS = re.compile(r" \(UID: [^)]*\)")  # Kueue names the preemptor's random UIDs in its message
+
+
+def _reason(why: str | None) -> str:
+    """Kueue's eviction message without the random UIDs it names (pods.csv is the same on every run)."""
+    return _UIDS.sub("", why or "preempted by Kueue")
 
 
 class _RecordingHttp:
@@ -225,7 +232,7 @@ class KueueCluster(QueueCluster):
                 name = d["pod"][len(own) :]
                 if (job := self._job_name(name)) not in reported:  # a group's members: one eviction
                     reported.add(job)
-                    self._kueue_victims.append(Eviction(job, d.get("why") or "preempted by Kueue"))
+                    self._kueue_victims.append(Eviction(job, _reason(d.get("why"))))
                 freed.append(self._stopped(name, now))
             if not any(freed):
                 return
