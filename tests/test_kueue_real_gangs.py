@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 
 import pytest
-from apiserver_support import DOUBLE, require_kueue, start
+from apiserver_support import DOUBLE, require_binaries, require_kueue
 from click.testing import CliRunner
 from kueue_support import cq, flavor, lq, wpc, write
 from parity_cases import Case
@@ -70,17 +70,16 @@ GANG_CASES: dict[str, tuple[Case, list[dict]]] = {
 }
 
 
-@pytest.fixture(scope="module")
-def controlplane(tmp_path_factory):
+@pytest.fixture
+def kueue(monkeypatch):
+    """Kueue and kube-scheduler 1.37.2 built. Each real run gets a private control plane: kube-scheduler's
+    node rotation, which decides score ties, then starts where the twin's does."""
+    monkeypatch.setenv("BATKUBE_KUBE_VERSION", "v1.37.2")
+    require_binaries("v1.37.2")
     require_kueue()
-    d = tmp_path_factory.mktemp("cp")
-    (d / "serial.yaml").write_text(SERIAL)
-    cp = start(d, d / "serial.yaml", version="v1.37.2")
-    yield cp
-    cp.down(remove=True)
 
 
-def run_both(cp, tmp: Path, name: str) -> tuple[dict, dict, dict, dict]:
+def run_both(tmp: Path, name: str) -> tuple[dict, dict, dict, dict]:
     """The case on the real backend and on the twins: each run's jobs (jobs()) and summary."""
     case, docs = GANG_CASES[name]
     platform, workload, _, _ = case.write(tmp / "in")
@@ -89,14 +88,18 @@ def run_both(cp, tmp: Path, name: str) -> tuple[dict, dict, dict, dict]:
     common = ["-p", str(platform), "-w", str(workload), "--batsim", str(DOUBLE), "--no-progress",
               "--queues", str(queues), "--scheduler-config", str(tmp / "in" / "serial.yaml")]  # fmt: skip
     out = {}
-    for side, extra in (("real", ["--backend", "apiserver", "--controlplane-dir", str(cp.dir)]),
+    for side, extra in (("real", ["--backend", "apiserver", "--private-controlplane"]),
                         ("twin", ["--kube-version", "1.37"])):  # fmt: skip
         result = CliRunner().invoke(main, ["run", *common, "-o", str(tmp / side), *extra],
                                     catch_exceptions=False)  # fmt: skip
         assert result.exit_code == 0, result.output
         summary = json.loads((tmp / side / "summary.json").read_text())
         assert summary["error"] is None and summary["over_allocations"] == 0, summary
+        assert summary["jobs_unfinished"] == 0
         out[side] = (jobs(tmp / side), summary)
+    real = out["real"][1]
+    assert (real["kubernetes_version"], real["kueue_version"]) == ("v1.37.2", "v0.17.0")
+    assert real["parity_mismatches"] == 0  # kube-scheduler's twin beside the real one agreed
     return out["real"][0], out["real"][1], out["twin"][0], out["twin"][1]
 
 
@@ -119,8 +122,8 @@ def at(job: dict, key: str = "admitted_at") -> float:
     return float(job[key])
 
 
-def test_two_gangs_that_do_not_both_fit_the_quota_are_admitted_in_order(controlplane, tmp_path):
-    real, summary, twin, _ = run_both(controlplane, tmp_path, "gangs-in-order")
+def test_two_gangs_that_do_not_both_fit_the_quota_are_admitted_in_order(kueue, tmp_path):
+    real, summary, twin, _ = run_both(tmp_path, "gangs-in-order")
     assert real == twin
     a, b = real["a"], real["b"]
     assert a["pods"] == b["pods"] == 3 and len(a["nodes"]) == len(b["nodes"]) == 3
@@ -131,8 +134,8 @@ def test_two_gangs_that_do_not_both_fit_the_quota_are_admitted_in_order(controlp
     assert summary["jobs_succeeded"] == 2 and summary["kueue_version"] == "v0.17.0"
 
 
-def test_a_gang_and_single_pods_share_a_queue(controlplane, tmp_path):
-    real, summary, twin, _ = run_both(controlplane, tmp_path, "gang-and-singles")
+def test_a_gang_and_single_pods_share_a_queue(kueue, tmp_path):
+    real, summary, twin, _ = run_both(tmp_path, "gang-and-singles")
     assert real == twin
     # BestEffortFIFO: b2 (1 core) is admitted beside b0 while the gang b1 waits for 4 free cores at 100
     assert at(real["b0"]) < 1 and at(real["b2"]) < 1 and 100 < at(real["b1"]) < 101
@@ -144,8 +147,8 @@ def test_a_gang_and_single_pods_share_a_queue(controlplane, tmp_path):
     assert summary["jobs_succeeded"] == 6
 
 
-def test_a_preempted_gang_is_killed_and_comes_back(controlplane, tmp_path):
-    real, summary, twin, _ = run_both(controlplane, tmp_path, "gang-preempted")
+def test_a_preempted_gang_is_killed_and_comes_back(kueue, tmp_path):
+    real, summary, twin, _ = run_both(tmp_path, "gang-preempted")
     assert real == twin
     lo, hot, again = real["lo"], real["hot"], real["lo#r1"]
     assert lo["state"] == "Killed" and at(lo) < 1 and len(lo["nodes"]) == 4
@@ -159,8 +162,8 @@ def test_a_preempted_gang_is_killed_and_comes_back(controlplane, tmp_path):
     assert len(reasons) == 1 and "by Kueue" in (why := reasons.pop()) and "UID" not in why
 
 
-def test_a_gang_preempted_before_it_was_placed_is_queued_again(controlplane, tmp_path):
-    real, summary, twin, _ = run_both(controlplane, tmp_path, "gang-preempted-unbound")
+def test_a_gang_preempted_before_it_was_placed_is_queued_again(kueue, tmp_path):
+    real, summary, twin, _ = run_both(tmp_path, "gang-preempted-unbound")
     assert real == twin
     a, g, hot = real["a"], real["g"], real["hot"]
     assert at(a) < 1 and a["state"] == "Succeeded"

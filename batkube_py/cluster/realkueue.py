@@ -8,7 +8,8 @@ pods in the order their gates go. So each step is: the step's writes; Kueue's se
 writes, admits until it has nothing left to do at this time, and names the pods it ungated); batkube
 lifts its own gate on those pods in their jobs' submission order; then kube-scheduler's settle. A
 completed pod turns Succeeded before it is deleted (what the kubelet would report, and what Kueue
-finishes a workload on).
+finishes a workload on). A gang's pods are one Kueue pod group (queuejobs.kueue_group): one Workload,
+admitted and evicted as one, reported to the adapter under the group's name.
 """
 
 from __future__ import annotations
@@ -178,10 +179,12 @@ class KueueCluster(QueueCluster):
 
     def _left_group(self, name: str) -> None:
         group = self._kgroup_of.pop(name, None)
-        if group is not None and not self._kgroups[group] - {name}:
-            del self._kgroups[group]
-        elif group is not None:
-            self._kgroups[group].discard(name)
+        members = self._kgroups.get(group) if group is not None else None
+        if members is not None:
+            members.discard(name)
+            if not members:  # the group is gone: if it comes back, it queues anew
+                del self._kgroups[group]
+                self._group_order.pop(group, None)
 
     def _job_name(self, pod: str) -> str:
         """What the adapter knows a Kueue decision by: the pod group's name for its members."""
