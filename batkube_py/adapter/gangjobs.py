@@ -22,6 +22,7 @@ from kubernetes import client
 from procset import ProcSet
 
 from batkube_py.adapter import podcheck, podshape, translate
+from batkube_py.adapter.queuejobs import kueue_group
 from batkube_py.protocol.intervals import procset
 
 GROUP_LABEL = "batkube.io/pod-group"
@@ -200,6 +201,7 @@ class Gangs:
         gang.node_of.clear()
         backend.add_pod_group(gang.group, now)
         first = member_pod(job_id, gang.name, gang.pods[0], 0, gang.shape, gang.one_per_node)
+        kueue_group(first, gang.name, len(gang.pods))
         pods = [first, *(sibling(first, name, i) for i, name in enumerate(gang.pods[1:], 1))]
         for pod in pods:
             backend.add_pod(pod, job_id, now)

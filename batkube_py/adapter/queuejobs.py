@@ -18,6 +18,11 @@ from batkube_py.adapter import podshape, translate
 from batkube_py.adapter.outputs import PodRecord
 from batkube_py.inputs.queues import PRIORITY_LABEL, QUEUE_LABEL, QueuesConfig
 
+# What the owner of a Kueue pod group writes on each member (Kueue's "Run plain Pods as a group")
+GROUP_NAME_LABEL = "kueue.x-k8s.io/pod-group-name"
+GROUP_COUNT_ANNOTATION = "kueue.x-k8s.io/pod-group-total-count"
+RETRIABLE_ANNOTATION = "kueue.x-k8s.io/retriable-in-group"
+
 log = logging.getLogger(__name__)
 
 FIELDS = ("queue", "priority_class")
@@ -85,3 +90,16 @@ class QueueJobs:
 
     def summary(self) -> dict[str, Any]:
         return {"queues": self.queues.path if self.queues else None, "queue_fields_ignored": self.ignored}
+
+
+def kueue_group(pod, group: str, size: int) -> None:
+    """A gang's member naming a LocalQueue is a member of a Kueue pod group: the group's name and size,
+    and not retriable in its group. batkube never replaces one member: a disrupted gang is killed whole
+    and comes back as a new job (docs/kueue.md), so Kueue finishes the group once its pods stopped (and
+    frees its quota then) rather than waiting for replacement pods. No-op for a pod with no queue."""
+    labels = pod.metadata.labels or {}
+    if QUEUE_LABEL not in labels:
+        return
+    pod.metadata.labels = {**labels, GROUP_NAME_LABEL: group}
+    pod.metadata.annotations = {**(pod.metadata.annotations or {}), GROUP_COUNT_ANNOTATION: str(size),
+                                RETRIABLE_ANNOTATION: "false"}  # fmt: skip

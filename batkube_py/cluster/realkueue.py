@@ -8,13 +8,15 @@ pods in the order their gates go. So each step is: the step's writes; Kueue's se
 writes, admits until it has nothing left to do at this time, and names the pods it ungated); batkube
 lifts its own gate on those pods in their jobs' submission order; then kube-scheduler's settle. A
 completed pod turns Succeeded before it is deleted (what the kubelet would report, and what Kueue
-finishes a workload on).
+finishes a workload on). A gang's pods are one Kueue pod group (queuejobs.kueue_group): one Workload,
+admitted and evicted as one, reported to the adapter under the group's name.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 import threading
 import time
 
@@ -29,6 +31,12 @@ log = logging.getLogger(__name__)
 
 RELEASE_GATE = "batkube.io/release"
 MAX_ROUNDS = 20  # Kueue settles in one step: preemption rounds before the step is declared stuck
+_UIDS = re.compile(r" \(UID: [^)]*\)")  # Kueue names the preemptor's random UIDs in its message
+
+
+def _reason(why: str | None) -> str:
+    """Kueue's eviction message without the random UIDs it names (pods.csv is the same on every run)."""
+    return _UIDS.sub("", why or "preempted by Kueue")
 
 
 class _RecordingHttp:
@@ -71,7 +79,11 @@ class KueueCluster(QueueCluster):
         self._order_ns = -1
         self._rv_lock = threading.Lock()
         self._pods_rv = 0
-        self._managed: dict[str, int] = {}  # Kueue-managed pods still pending admission: their order
+        self._managed: dict[str, tuple[int, int]] = {}  # Kueue-managed pods pending admission: their order
+        self._seq = 0
+        self._group_order: dict[str, int] = {}  # Kueue pod group → its members' FIFO label
+        self._kgroups: dict[str, set[str]] = {}  # Kueue pod group → its members that exist
+        self._kgroup_of: dict[str, str] = {}
         self._finishing: set[str] = set()  # finished pods to delete once Kueue has finished their Workload
         self._admissions: list[Admission] = []
         self._kueue_victims: list[Eviction] = []
@@ -101,27 +113,45 @@ class KueueCluster(QueueCluster):
     # ---- pods -----------------------------------------------------------------------------------
 
     def add_pod(self, pod: client.V1Pod, job_id: str, now: float) -> None:
+        """The pod as Kueue's pod webhook would leave it: the managed label, Kueue's finalizer, its
+        admission and topology gates, its role hash, plus batkube's gate and FIFO label (one value for
+        all the members of a pod group: Kueue copies it onto their one Workload only if they agree)."""
         self._gone.discard(pod.metadata.name)  # a victim not bound yet comes back under its name
         labels = dict(pod.metadata.labels or {})
         if kq.QUEUE_LABEL not in labels:
             super().add_pod(pod, job_id, now)
             return
-        # strictly increasing: jobs submitted at one instant keep their submission order in Kueue's FIFO
-        self._order_ns = max(self._order_ns + 1, round(now * 1e9))
-        labels.update({kq.MANAGED_LABEL: "true", kq.QUEUE_ORDER_LABEL: str(self._order_ns)})
+        group = labels.get(kq.GROUP_NAME_LABEL)
+        order = self._group_order.get(group) if group else None
+        if order is None:
+            # strictly increasing: jobs submitted at one instant keep their submission order in Kueue's FIFO
+            self._order_ns = order = max(self._order_ns + 1, round(now * 1e9))
+            if group:
+                self._group_order[group] = order
+                self._kgroups[group] = set()
+        if group:
+            self._kgroups[group].add(pod.metadata.name)
+            self._kgroup_of[pod.metadata.name] = group
+        labels.update({kq.MANAGED_LABEL: "true", kq.QUEUE_ORDER_LABEL: str(order)})
         gate = client.V1PodSchedulingGate
-        gates = [gate(name=kq.ADMISSION_GATE), gate(name=RELEASE_GATE), *(pod.spec.scheduling_gates or [])]
+        gates = [gate(name=kq.ADMISSION_GATE), gate(name=kq.TOPOLOGY_GATE), gate(name=RELEASE_GATE),
+                 *(pod.spec.scheduling_gates or [])]  # fmt: skip
+        annotations = {**(pod.metadata.annotations or {}), kq.ROLE_HASH_ANNOTATION: kq.role_hash(pod.spec)}
         meta = pod.metadata.model_copy(update={
-            "labels": labels, "finalizers": [*(pod.metadata.finalizers or []), kq.FINALIZER]})  # fmt: skip
+            "labels": labels, "annotations": annotations,
+            "finalizers": [*(pod.metadata.finalizers or []), kq.FINALIZER]})  # fmt: skip
         pod = pod.model_copy(
             update={"metadata": meta, "spec": pod.spec.model_copy(update={"scheduling_gates": gates})}
         )
-        self._managed[pod.metadata.name] = self._order_ns
+        self._seq += 1
+        self._managed[pod.metadata.name] = (order, self._seq)
         super().add_pod(pod, job_id, now)
 
     def add_pod_group(self, group, now: float) -> None:
-        raise BackendError("a job on several hosts (a pod group) with --queues on the real backend is not "
-                           "supported yet: use the embedded backend (docs/kueue.md)")  # fmt: skip
+        """kube-scheduler's PodGroup (realgroups.py); its pods, created next, are also Kueue's pod group
+        when they name a queue (queuejobs.kueue_group): a group that comes back gets a new FIFO place."""
+        self._group_order.pop(group.metadata.name, None)
+        super().add_pod_group(group, now)
 
     def delete_pod(self, name: str, now: float, phase: str | None = None, held: bool = True) -> None:
         """What the kubelet would report first (Kueue finishes a workload on a terminal phase; kube-
@@ -135,6 +165,7 @@ class KueueCluster(QueueCluster):
             if held and kq.FINALIZER in (self.specs[name].metadata.finalizers or []):
                 self._finishing.add(name)
             self._managed.pop(name, None)
+            self._left_group(name)
             phase = phase or ("Succeeded" if name in self.node_of else "Failed")
             self._drain()
             try:
@@ -145,6 +176,19 @@ class KueueCluster(QueueCluster):
                 if exc.status != 404:
                     self._break(f"Kubernetes API: finishing pod {name} failed: {exc.status} {exc.reason}")
         super().delete_pod(name, now)
+
+    def _left_group(self, name: str) -> None:
+        group = self._kgroup_of.pop(name, None)
+        members = self._kgroups.get(group) if group is not None else None
+        if members is not None:
+            members.discard(name)
+            if not members:  # the group is gone: if it comes back, it queues anew
+                del self._kgroups[group]
+                self._group_order.pop(group, None)
+
+    def _job_name(self, pod: str) -> str:
+        """What the adapter knows a Kueue decision by: the pod group's name for its members."""
+        return self._kgroup_of.get(pod, pod)
 
     # ---- the step ---------------------------------------------------------------------------------
 
@@ -185,10 +229,14 @@ class KueueCluster(QueueCluster):
             victims = [
                 d for d in victims if (n := d["pod"][len(own) :]) in self.specs and n not in self._stopping
             ]
-            freed = [
-                self._stopped(d["pod"][len(own) :], d.get("why") or "preempted by Kueue", now)
-                for d in victims
-            ]
+            reported = {e.pod for e in self._kueue_victims}
+            freed = []
+            for d in victims:
+                name = d["pod"][len(own) :]
+                if (job := self._job_name(name)) not in reported:  # a group's members: one eviction
+                    reported.add(job)
+                    self._kueue_victims.append(Eviction(job, _reason(d.get("why"))))
+                freed.append(self._stopped(name, now))
             if not any(freed):
                 return
             self._drain()
@@ -198,26 +246,28 @@ class KueueCluster(QueueCluster):
     def _admit(self, ungated: list[dict], now: float, stopped: set[str]) -> None:
         admitted = [a for a in ungated if a.get("pod") in self._managed]
         admitted.sort(key=lambda a: self._managed[a["pod"]])
+        jobs = set()
         for a in admitted:
             name = a["pod"]
             del self._managed[name]
-            flavors = a.get("flavors") or {}
-            flavor = ",".join(flavors[r] for r in a.get("resources") or [])
-            self._admissions.append(Admission(pod=name, queue=a.get("local_queue") or "",
-                                              cluster_queue=a.get("cluster_queue") or "", flavor=flavor,
-                                              at=now))  # fmt: skip
+            if (job := self._job_name(name)) not in jobs:  # a pod group is admitted as one Workload
+                jobs.add(job)
+                flavors = a.get("flavors") or {}
+                flavor = ",".join(flavors[r] for r in a.get("resources") or [])
+                self._admissions.append(Admission(pod=job, queue=a.get("local_queue") or "",
+                                                  cluster_queue=a.get("cluster_queue") or "", flavor=flavor,
+                                                  at=now))  # fmt: skip
             if name in stopped:
                 continue
             if selector := a.get("node_selector"):
                 self._shadow_selector(name, selector)
             self.ungate_pod(name, now)
 
-    def _stopped(self, name: str, why: str, now: float) -> bool:
+    def _stopped(self, name: str, now: float) -> bool:
         """A pod Kueue stopped (it deleted it). A running one is killed in Batsim first: the kubelet
         reports it Failed once its containers stopped, so its quota returns when Batsim says the job is
         killed (the adapter's delete_pod then). One that was not bound yet is Failed at once. True if
-        its quota came back now."""
-        self._kueue_victims.append(Eviction(name, why))
+        its quota came back now (a pod group's: once all its members are Failed)."""
         if name in self.node_of:
             self._stopping.add(name)
             return False

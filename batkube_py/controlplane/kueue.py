@@ -7,6 +7,7 @@ objects an earlier run left, so that its queues, its clock and its cache hold th
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -32,7 +33,10 @@ QUEUE_ORDER_LABEL = "batkube.io/queue-order"
 MANAGED_LABEL = "kueue.x-k8s.io/managed"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 ADMISSION_GATE = "kueue.x-k8s.io/admission"
+TOPOLOGY_GATE = "kueue.x-k8s.io/topology"  # TopologyAwareScheduling is on by default (beta) in v0.17.0
 FINALIZER = "kueue.x-k8s.io/managed"
+ROLE_HASH_ANNOTATION = "kueue.x-k8s.io/role-hash"
+GROUP_NAME_LABEL = "kueue.x-k8s.io/pod-group-name"
 # Kinds a run may create, with their plural; cluster-scoped unless namespaced. Removal order: users first.
 KINDS = {
     "Workload": ("workloads", True),
@@ -77,6 +81,27 @@ def configuration(fair_sharing: dict | None = None, admission_fair_sharing: dict
     if admission_fair_sharing is not None:
         cfg["admissionFairSharing"] = admission_fair_sharing
     return cfg
+
+
+def role_hash(spec) -> str:
+    """The role-hash annotation Kueue's pod webhook stamps on a pod: what sorts a pod group's members into
+    PodSets, fixed at creation (Kueue would otherwise hash the spec again, and a flavor's tolerations
+    merged at admission would move a member into another role). The fields of Kueue's GenerateRoleHash,
+    hashed the same way (SHA-256 of their JSON, 8 hex digits); the JSON is Python's with sorted keys, so
+    the value is batkube's, not byte-equal to the webhook's, but equal exactly when the roles are."""
+    d = spec.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+    def containers(key: str):
+        out = [{"resources": {"requests": (c.get("resources") or {}).get("requests")},
+                "ports": c.get("ports")} for c in d.get(key) or []]  # fmt: skip
+        return out or None
+
+    keys = ("nodeSelector", "affinity", "tolerations", "runtimeClassName", "priority",
+            "topologySpreadConstraints", "overhead", "resourceClaims")  # fmt: skip
+    shape = {"spec": {"initContainers": containers("initContainers"), "containers": containers("containers"),
+                      **{k: d.get(k) for k in keys}}}  # fmt: skip
+    text = json.dumps(shape, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:8]
 
 
 def _path(kind: str, namespace: str | None = None, name: str | None = None) -> str:
