@@ -132,3 +132,53 @@ def test_preemption_within_a_cluster_queue(controlplane, tmp_path):
     assert 10 <= float(hot["admitted_at"]) < 11
     again = next(r for r in rows if r["job_id"].startswith(killed[0]["job_id"] + "#"))
     assert 99 < float(again["admitted_at"]) < 101 and again["state"] == "Succeeded"
+
+
+POOLS = """<?xml version='1.0'?>
+<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">
+<platform version="4.1"><zone id="AS0" routing="Full">
+  <host id="node-0" speed="1Gf"><prop id="core" value="2"/><prop id="pool" value="a"/></host>
+  <host id="node-1" speed="1Gf"><prop id="core" value="2"/><prop id="pool" value="b"/></host>
+  <host id="node-2" speed="1Gf"><prop id="core" value="4"/></host>
+  <host id="master_host" speed="1Gf"/>
+</zone></platform>
+"""
+
+
+def test_flavors_select_the_nodes_their_labels_name_as_in_the_twin(controlplane, tmp_path):
+    # host property pool=a|b is a node label; flavor a (pool: a) and b (pool: b), 2 cores of quota each,
+    # in that order; node-2 (4 free cores, no pool) would win kube-scheduler's scoring without the
+    # flavors' nodeSelector. j0,j1 fill a; j2,j3 try a (no fit), then b (fungibility); j4 fits nowhere
+    # until 100, when all four end: its flavor walk ended on the last flavor, so it starts again at a.
+    # j5 (2 cores) at 150: a holds j4, so b.
+    platform = tmp_path / "pools.xml"
+    platform.write_text(POOLS)
+    queues = write(tmp_path, [flavor("a", nodeLabels={"pool": "a"}), flavor("b", nodeLabels={"pool": "b"}),
+                              cq("cq", {"a": {"cpu": 2}, "b": {"cpu": 2}}), lq("q", "cq")])  # fmt: skip
+    jobs = [*({"id": f"j{i}", "subtime": 0, "queue": "q"} for i in range(5)),
+            {"id": "j5", "subtime": 150, "queue": "q", "profile": "two"}]  # fmt: skip
+    workload = jobs_file(tmp_path, jobs)
+    doc = json.loads(workload.read_text())
+    doc["profiles"]["two"] = {"type": "delay", "delay": 100, "cpu": "2"}
+    workload.write_text(json.dumps(doc))
+    expected = {"j0": ("0", "a", "node-0"), "j1": ("0", "a", "node-0"), "j2": ("0", "b", "node-1"),
+                "j3": ("0", "b", "node-1"), "j4": ("100", "a", "node-0"), "j5": ("150", "b", "node-1")}
+    got = {}
+    for backend in ("apiserver", "embedded"):
+        out = tmp_path / backend
+        args = ["run", "-p", str(platform), "-w", str(workload), "-o", str(out), "--batsim", str(DOUBLE),
+                "--no-progress", "--queues", str(queues), "--backend", backend]  # fmt: skip
+        if backend == "apiserver":
+            args += ["--controlplane-dir", str(controlplane.dir)]
+        result = CliRunner().invoke(main, args, catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["error"] is None and summary["jobs_succeeded"] == 6
+        p = pods(out)
+        got[backend] = {j: (round(float(r["admitted_at"]), 3), r["flavor"], r["node"],
+                            round(float(r["start_time"]), 3)) for j, r in p.items()}  # fmt: skip
+        for j, (at, fl, node) in expected.items():
+            admitted, flavor_, node_, start = got[backend][j]
+            assert (round(admitted), flavor_, node_, round(start)) == (int(at), fl, node, int(at)), j
+    # the same admission instant, flavor, node and start on the real pair and on the twins
+    assert got["apiserver"] == got["embedded"]

@@ -16,8 +16,9 @@ import logging
 
 from kubernetes import client
 
-from batkube_py.cluster.base import Admission, Eviction, Unschedulable
+from batkube_py.cluster.base import Admission, BackendError, Eviction, Unschedulable
 from batkube_py.inputs.queues import QueuesConfig
+from batkube_py.kueue import podset
 from batkube_py.kueue.twin import KueueTwin
 from batkube_py.kueue.workload import Workload, labels_of, pod_requests
 from batkube_py.scheduler.podgroup import group_of
@@ -137,17 +138,14 @@ class KueueAdmission:
         return any((info := self.inner.pods.get(p)) is not None and info.node is not None for p in wl.pods)
 
     def _admitted(self, wl: Workload, now: float) -> None:
-        flavors = self.twin.cache.flavors
-        used = {wl.flavors[r] for r in wl.flavors}
-        labels = {k: v for f in sorted(used) for k, v in flavors[f].node_labels.items()}
-        tolerations = [t for f in sorted(used) for t in flavors[f].tolerations]
+        labels, tolerations = podset.flavor_changes(self.twin.cache.flavors, wl.flavors.values())
         for name in wl.pods:
             info = self.inner.pods[name]
             spec = info.pod.spec
-            if labels:
-                spec.node_selector = {**(spec.node_selector or {}), **labels}
-            if tolerations:
-                spec.tolerations = [*(spec.tolerations or []), *tolerations]
+            try:
+                podset.merge(spec, labels, tolerations)
+            except podset.MergeError as exc:  # Kueue's pod reconciler would retry it forever, gated
+                raise BackendError(f"Kueue cannot start pod {name} of workload {wl.name}: {exc}") from None
             info.cache.clear()
             rest = [g for g in spec.scheduling_gates or [] if g.name != KUEUE_GATE]
             if rest:

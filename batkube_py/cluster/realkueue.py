@@ -24,6 +24,9 @@ from batkube_py.cluster.base import Admission, BackendError, Eviction, Unschedul
 from batkube_py.cluster.queued import QueueCluster
 from batkube_py.controlplane import kueue as kq
 from batkube_py.controlplane.clock import ClockError
+from batkube_py.inputs.kueueobjects import ResourceFlavor
+from batkube_py.kueue import podset
+from batkube_py.kueue.cache.snapshot import flavor_of
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +70,8 @@ class KueueCluster(QueueCluster):
     def __init__(self, *args, kueue: kq.KueueProcess, documents: list[dict], **kw):
         self.kueue = kueue
         self._documents = documents
+        self._flavors = {d["metadata"]["name"]: flavor_of(ResourceFlavor.model_validate(d))
+                         for d in documents if d.get("kind") == "ResourceFlavor"}  # fmt: skip
         self.kueue_clock: kq.KueueClock | None = None
         self._order_ns = -1
         self._rv_lock = threading.Lock()
@@ -208,8 +213,7 @@ class KueueCluster(QueueCluster):
                                               at=now))  # fmt: skip
             if name in stopped:
                 continue
-            if selector := a.get("node_selector"):
-                self._shadow_selector(name, selector)
+            self._shadow_admitted(name, flavors, a.get("node_selector") or {})
             self.ungate_pod(name, now)
 
     def _stopped(self, name: str, why: str, now: float) -> bool:
@@ -226,14 +230,22 @@ class KueueCluster(QueueCluster):
         self.delete_pod(name, now, phase="Failed", held=False)
         return True
 
-    def _shadow_selector(self, name: str, selector: dict) -> None:
-        """The flavor's node labels Kueue merged into the pod's nodeSelector, for the twin beside it."""
+    def _shadow_admitted(self, name: str, flavors: dict[str, str], selector: dict[str, str]) -> None:
+        """What Kueue's admission did to the pod (the flavors' node labels and tolerations), done to the
+        kube-scheduler twin's copy too; the nodeSelector must be the one Kueue wrote."""
         info = self.shadow.pods.get(name)
-        if info is not None and (info.pod.spec.node_selector or {}) != selector:
-            raise BackendError(
-                f"Kueue gave pod {name} the nodeSelector {selector}: flavors with nodeLabels on the real "
-                "backend are not supported yet (docs/kueue.md)"
-            )
+        if info is None:
+            return
+        labels, tolerations = podset.flavor_changes(self._flavors, flavors.values())
+        try:
+            podset.merge(info.pod.spec, labels, tolerations)
+        except podset.MergeError as exc:
+            raise BackendError(f"Kueue admitted pod {name}, but {exc}") from None
+        info.cache.clear()
+        if (mine := info.pod.spec.node_selector or {}) != selector:
+            used = sorted(set(flavors.values()))
+            self._break(f"Kueue gave pod {name} the nodeSelector {selector}, its flavors {used} give {mine}")
+            raise BackendError(self.broken or "")
 
     def give_up_pending(self, now: float) -> list[Unschedulable]:
         """Besides kube-scheduler's unschedulable pods: once nothing runs and every pod left waits for

@@ -79,7 +79,7 @@ def _quotas(groups: list[k.ResourceGroup]) -> dict[FR, Quota]:
     return out
 
 
-def _flavor(obj: k.ResourceFlavor) -> Flavor:
+def flavor_of(obj: k.ResourceFlavor) -> Flavor:
     spec = obj.spec
     taints = tuple(client.V1Taint(key=t.key, value=t.value, effect=t.effect) for t in spec.node_taints)
     tolerations = tuple(
@@ -91,7 +91,7 @@ def _flavor(obj: k.ResourceFlavor) -> Flavor:
 
 class Cache:
     def __init__(self, cfg: QueuesConfig):
-        self.flavors = {name: _flavor(f) for name, f in cfg.flavors.items()}
+        self.flavors = {name: flavor_of(f) for name, f in cfg.flavors.items()}
         self.specs: dict[str, ClusterQueueSpec] = {}
         self.cqs: dict[str, Node] = {}
         self.cohorts: dict[str, Node] = {}
