@@ -105,7 +105,10 @@ def test_what_only_the_twin_lacks_is_loaded_and_refused_by_the_twin(tmp_path):
     topo = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Topology", "metadata": {"name": "t"},
             "spec": {"levels": [{"nodeLabel": "kubernetes.io/hostname"}]}}  # fmt: skip
     cfg = load_queues(write(tmp_path, [topo, flavor("f", topologyName="t"), cq("q", {"f": {"cpu": 4}})]))
-    assert "ResourceFlavor/f: field 'spec.topologyName': topology-aware scheduling" in (
+    assert cfg.twin_refusal() is None  # topology-aware scheduling is modelled (test_kueue_tas.py)
+    preempting = cq("q", {"f": {"cpu": 4}}, preemption={"reclaimWithinCohort": "Any"}, cohort="c")
+    cfg = load_queues(write(tmp_path, [topo, flavor("f", topologyName="t"), preempting]))
+    assert "ClusterQueue/q: field 'spec.preemption': preemption beside topology-aware flavors (f)" in (
         cfg.twin_refusal() or ""
     )
 
