@@ -7,11 +7,16 @@ a queue runs on n0 first (non-TAS usage), so r0 holds 1 + 4 = 5 one-core pods an
 
 from __future__ import annotations
 
+import csv
+import json
+
 import pytest
+from click.testing import CliRunner
 from kubernetes import client
-from kueue_support import config, cq, flavor
+from kueue_support import config, cq, flavor, lq, write
 from test_gang_twin import group, nodes, pod
 
+from batkube_py.cli.app import main
 from batkube_py.cluster.admission import KueueAdmission
 from batkube_py.cluster.embedded import EmbeddedCluster
 from batkube_py.inputs.queues import (
@@ -190,3 +195,46 @@ def test_a_tolerated_taint_and_a_node_selector_narrow_the_hosts(tmp_path):
         p.spec.tolerations = [client.V1Toleration(key="x", operator="Exists")]
         b.add_pod(p, "jg", 1.0)
     assert placed(b) == {"n2": 2}
+
+
+ZONE = "topology.kubernetes.io/zone"
+
+
+def test_gangs_on_racks_end_to_end(tmp_path):
+    # 2 racks of 4 one-core nodes (the platform's rack label), 8 cores of quota, jobs of 100 s.
+    # g1 (3 pods, one rack) at 0: both racks hold 4, BestFit keeps the first: node-0..2. g2 at 10: rack0
+    # has 1 slot left, so rack1: node-4..6. At 20, j3 (2 pods, one rack) fits no rack (1 slot each)
+    # and waits; j4 (2 pods, preferring one rack) falls back to both: node-3 and node-7. At 100 g1 ends
+    # and j3 takes rack0's first two nodes.
+    from batkube_py.inputs.platforms import rack_platform
+
+    platform = tmp_path / "racks.xml"
+    platform.write_text(rack_platform(2, 8, "1"))
+    queues = write(tmp_path, [topology(levels=(ZONE, HOST)), flavor("racks", topologyName="dc"),
+                              cq("cq", {"racks": {"cpu": 8}}), lq("q", "cq")])  # fmt: skip
+    jobs = [{"id": "g1", "subtime": 0, "res": 3, "topology": {"required": ZONE}},
+            {"id": "g2", "subtime": 10, "res": 3, "topology": {"required": ZONE}},
+            {"id": "j3", "subtime": 20, "res": 2, "topology": {"required": ZONE}},
+            {"id": "j4", "subtime": 20, "res": 2, "topology": {"preferred": ZONE}},
+            {"id": "bad", "subtime": 30, "res": 1, "topology": {"required": "rack"}}]  # fmt: skip
+    workload = tmp_path / "w.json"
+    profiles = {"p": {"type": "delay", "delay": 100, "cpu": "1"}}
+    jobs = [{"profile": "p", "queue": "q", **j} for j in jobs]
+    workload.write_text(json.dumps({"nb_res": 8, "profiles": profiles, "jobs": jobs}))
+    out = tmp_path / "out"
+    args = ["run", "-p", str(platform), "-w", str(workload), "-o", str(out), "--batsim", "double",
+            "--no-progress", "--queues", str(queues)]  # fmt: skip
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    with (out / "pods.csv").open() as f:
+        done = [r for r in csv.DictReader(f) if r["state"] == "Succeeded"]
+    got = {(r["job_id"].split("!")[1], r["node"], round(float(r["admitted_at"])),
+            round(float(r["start_time"]))) for r in done}  # fmt: skip
+    assert got == {("g1", "node-0", 0, 0), ("g1", "node-1", 0, 0), ("g1", "node-2", 0, 0),
+                   ("g2", "node-4", 10, 10), ("g2", "node-5", 10, 10), ("g2", "node-6", 10, 10),
+                   ("j4", "node-3", 20, 20), ("j4", "node-7", 20, 20),
+                   ("j3", "node-0", 100, 100), ("j3", "node-1", 100, 100)}  # fmt: skip
+    with (out / "rejected.csv").open() as f:
+        rejected = {r["job_id"]: r for r in csv.DictReader(f)}
+    assert list(rejected) == ["w0!bad"] and rejected["w0!bad"]["field"] == "topology"
+    assert f"a nodeLabel of a Topology of {queues} ({HOST}, {ZONE})" in rejected["w0!bad"]["expected"]
