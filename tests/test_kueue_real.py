@@ -182,3 +182,13 @@ def test_flavors_select_the_nodes_their_labels_name_as_in_the_twin(controlplane,
             assert (round(admitted), flavor_, node_, round(start)) == (int(at), fl, node, int(at)), j
     # the same admission instant, flavor, node and start on the real pair and on the twins
     assert got["apiserver"] == got["embedded"]
+
+
+def test_topology_aware_flavors_are_refused_on_the_real_backend_in_one_line(controlplane, tmp_path):
+    topology = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Topology", "metadata": {"name": "dc"},
+                "spec": {"levels": [{"nodeLabel": "kubernetes.io/hostname"}]}}  # fmt: skip
+    docs = [topology, flavor("f", topologyName="dc"), cq("cq", {"f": {"cpu": 4}}), lq("q", "cq")]
+    workload = jobs_file(tmp_path, [{"id": "j", "subtime": 0}])
+    code, output, _ = run(controlplane, tmp_path / "out", workload, write(tmp_path, docs))
+    assert code != 0 and "Traceback" not in output
+    assert "ResourceFlavor/f: field 'spec.topologyName': topology-aware scheduling is not run" in output
