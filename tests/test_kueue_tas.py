@@ -238,3 +238,16 @@ def test_gangs_on_racks_end_to_end(tmp_path):
         rejected = {r["job_id"]: r for r in csv.DictReader(f)}
     assert list(rejected) == ["w0!bad"] and rejected["w0!bad"]["field"] == "topology"
     assert f"a nodeLabel of a Topology of {queues} ({HOST}, {ZONE})" in rejected["w0!bad"]["expected"]
+
+
+def test_a_node_coming_back_retries_the_gangs_waiting_for_a_rack(tmp_path):
+    # r1's nodes are cordoned: Kueue's TAS cache leaves them out, so 6 pods fit no rack, even on empty
+    # nodes (inadmissible); when they come back, the TAS flavor controller retries the inadmissible
+    # workloads and the gang takes r1 at once
+    b = backend(tmp_path)
+    b.set_nodes_schedulable(["n2", "n3"], False, 0.5)
+    gang(b, "g", 6, **{REQUIRED_TOPOLOGY: "rack"})
+    assert placed(b) == {}
+    assert b.twin.queues.queues["q"].pending() == [b.twin.workloads["g"]]
+    b.set_nodes_schedulable(["n2", "n3"], True, 5.0)
+    assert placed(b, 5.0) == {"n2": 4, "n3": 2}

@@ -163,6 +163,14 @@ class KueueAdmission:
             Admission(wl.name, wl.queue, wl.cluster_queue, flavor_text(wl, self.twin), now)
         )
 
+    def set_nodes_schedulable(self, nodes: list[str], schedulable: bool, now: float) -> None:
+        """A node change retries every ClusterQueue's inadmissible workloads when there are TAS flavors
+        (Kueue's TAS ResourceFlavor controller, on a node of a TAS flavor: NotifyRetryInadmissible)."""
+        self.inner.set_nodes_schedulable(nodes, schedulable, now)
+        if self.twin.cache.tas_usage:
+            for q in self.twin.queues.queues.values():
+                q.queue_inadmissible()
+
     def _cluster(self) -> tuple[list[tas.NodeInfo], dict[str, tas.Requests]]:
         """What Kueue's TAS cache sees: the schedulable nodes, and per node the requests of the bound
         pods that TAS did not place (non-TAS usage)."""
