@@ -161,34 +161,52 @@ def test_flavors_select_the_nodes_their_labels_name_as_in_the_twin(controlplane,
     doc = json.loads(workload.read_text())
     doc["profiles"]["two"] = {"type": "delay", "delay": 100, "cpu": "2"}
     workload.write_text(json.dumps(doc))
-    expected = {"j0": ("0", "a", "node-0"), "j1": ("0", "a", "node-0"), "j2": ("0", "b", "node-1"),
-                "j3": ("0", "b", "node-1"), "j4": ("100", "a", "node-0"), "j5": ("150", "b", "node-1")}
+    expected = {"j0": (0, "a", "node-0"), "j1": (0, "a", "node-0"), "j2": (0, "b", "node-1"),
+                "j3": (0, "b", "node-1"), "j4": (100, "a", "node-0"), "j5": (150, "b", "node-1")}
+    both_backends(controlplane, tmp_path, platform, workload, queues, expected)
+
+
+def both_backends(cp, tmp_path: Path, platform: Path, workload: Path, queues: Path, expected: dict) -> None:
+    """The real pair and the twins on the same inputs: each job's (admission instant, flavor, node) as
+    expected, started when admitted, and the same admission instant, flavor, node and start on both."""
     got = {}
     for backend in ("apiserver", "embedded"):
         out = tmp_path / backend
         args = ["run", "-p", str(platform), "-w", str(workload), "-o", str(out), "--batsim", str(DOUBLE),
                 "--no-progress", "--queues", str(queues), "--backend", backend]  # fmt: skip
         if backend == "apiserver":
-            args += ["--controlplane-dir", str(controlplane.dir)]
+            args += ["--controlplane-dir", str(cp.dir)]
         result = CliRunner().invoke(main, args, catch_exceptions=False)
         assert result.exit_code == 0, result.output
         summary = json.loads((out / "summary.json").read_text())
-        assert summary["error"] is None and summary["jobs_succeeded"] == 6
-        p = pods(out)
+        assert summary["error"] is None and summary["jobs_succeeded"] == len(expected)
         got[backend] = {j: (round(float(r["admitted_at"]), 3), r["flavor"], r["node"],
-                            round(float(r["start_time"]), 3)) for j, r in p.items()}  # fmt: skip
+                            round(float(r["start_time"]), 3)) for j, r in pods(out).items()}  # fmt: skip
         for j, (at, fl, node) in expected.items():
             admitted, flavor_, node_, start = got[backend][j]
-            assert (round(admitted), flavor_, node_, round(start)) == (int(at), fl, node, int(at)), j
-    # the same admission instant, flavor, node and start on the real pair and on the twins
+            assert (round(admitted), flavor_, node_, round(start)) == (at, fl, node, at), (backend, j)
     assert got["apiserver"] == got["embedded"]
 
 
-def test_topology_aware_flavors_are_refused_on_the_real_backend_in_one_line(controlplane, tmp_path):
+def test_topology_aware_scheduling_of_single_pods_as_in_the_twin(controlplane, tmp_path):
+    # 2 racks (topology.kubernetes.io/zone) of 2 two-core nodes, one TAS flavor over rack and host, so
+    # every workload of the ClusterQueue is placed by TAS. j0..j2 (unconstrained, implied) go to the host
+    # with the least free capacity that holds them, first by name: node-0, node-0, node-1 (kube-scheduler
+    # alone would spread them). At 10, j3 requires one rack: rack0 has 1 slot, rack1 4, BestFit takes
+    # rack0: node-1. j4 prefers one host: the fullest host that holds it, then by name: node-2.
+    from batkube_py.inputs.platforms import rack_platform
+
+    zone = "topology.kubernetes.io/zone"
+    platform = tmp_path / "racks.xml"
+    platform.write_text(rack_platform(2, 4, "2", labels={"pool": "tas"}))
+    levels = [{"nodeLabel": zone}, {"nodeLabel": "kubernetes.io/hostname"}]
     topology = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Topology", "metadata": {"name": "dc"},
-                "spec": {"levels": [{"nodeLabel": "kubernetes.io/hostname"}]}}  # fmt: skip
-    docs = [topology, flavor("f", topologyName="dc"), cq("cq", {"f": {"cpu": 4}}), lq("q", "cq")]
-    workload = jobs_file(tmp_path, [{"id": "j", "subtime": 0}])
-    code, output, _ = run(controlplane, tmp_path / "out", workload, write(tmp_path, docs))
-    assert code != 0 and "Traceback" not in output
-    assert "ResourceFlavor/f: field 'spec.topologyName': topology-aware scheduling is not run" in output
+                "spec": {"levels": levels}}  # fmt: skip
+    queues = write(tmp_path, [topology, flavor("racks", topologyName="dc", nodeLabels={"pool": "tas"}),
+                              cq("cq", {"racks": {"cpu": 8}}), lq("q", "cq")])  # fmt: skip
+    jobs = [*({"id": f"j{i}", "subtime": 0, "queue": "q"} for i in range(3)),
+            {"id": "j3", "subtime": 10, "queue": "q", "topology": {"required": zone}},
+            {"id": "j4", "subtime": 10, "queue": "q", "topology": {"preferred": "kubernetes.io/hostname"}}]
+    expected = {"j0": (0, "racks", "node-0"), "j1": (0, "racks", "node-0"), "j2": (0, "racks", "node-1"),
+                "j3": (10, "racks", "node-1"), "j4": (10, "racks", "node-2")}  # fmt: skip
+    both_backends(controlplane, tmp_path, platform, jobs_file(tmp_path, jobs), queues, expected)

@@ -30,6 +30,8 @@ from batkube_py.inputs.queues import (
 API = "kueue.x-k8s.io/v1beta2"
 HOST = "kubernetes.io/hostname"
 RACKS = ["r0", "r0", "r1", "r1"]
+POOL = {"pool": "tas"}  # Kueue wants a TAS flavor to name at least one node label
+TAS_FLAVOR = flavor("tas", topologyName="dc", nodeLabels=POOL)
 
 
 def topology(name="dc", levels=("rack", HOST)) -> dict:
@@ -38,9 +40,9 @@ def topology(name="dc", levels=("rack", HOST)) -> dict:
 
 
 def backend(tmp_path, *docs, levels=("rack", HOST)) -> KueueAdmission:
-    docs = docs or (flavor("tas", topologyName="dc"), cq("q", {"tas": {"cpu": 100}}))
+    docs = docs or (TAS_FLAVOR, cq("q", {"tas": {"cpu": 100}}))
     cfg = config(tmp_path, topology(levels=levels), *docs)
-    b = KueueAdmission(EmbeddedCluster(nodes(4, "4", rack=RACKS)), cfg)
+    b = KueueAdmission(EmbeddedCluster(nodes(4, "4", rack=RACKS, pool=["tas"] * 4)), cfg)
     blocker = pod("blocker", cpu="3")
     blocker.spec.node_selector = {HOST: "n0"}
     b.add_pod(blocker, "jb", 0.0)
@@ -77,7 +79,7 @@ def test_required_rack_best_fit_takes_the_fullest_rack_that_holds_the_gang(tmp_p
     gang(b, "g", 5, **{REQUIRED_TOPOLOGY: "rack"})
     assert placed(b) == {"n0": 1, "n1": 4}
     assert domains(b, "g") == [(("n0",), 1), (("n1",), 4)]
-    assert b.inner.pods["g-0"].pod.spec.node_selector == {HOST: "n0"}
+    assert b.inner.pods["g-0"].pod.spec.node_selector == {**POOL, HOST: "n0"}
     # 6 pods more: r0 is full; r1 holds them, n2 4 and n3 2
     gang(b, "h", 6, now=2.0, **{REQUIRED_TOPOLOGY: "rack"})
     assert placed(b, 2.0) == {"n2": 4, "n3": 2}
@@ -130,7 +132,7 @@ def test_flavors_are_skipped_by_their_tas_support(tmp_path):
     # q: a plain flavor, then a TAS one. A pod asking for a rack skips the plain flavor; a pod without a
     # request skips the TAS flavor
     quotas = {"plain": {"cpu": 100}, "tas": {"cpu": 100}}
-    docs = [flavor("plain"), flavor("tas", topologyName="dc"), cq("q", quotas)]
+    docs = [flavor("plain"), TAS_FLAVOR, cq("q", quotas)]
     b = backend(tmp_path, *docs)
     gang(b, "g", 2, **{REQUIRED_TOPOLOGY: "rack"})
     p = pod("p", cpu="1")
@@ -163,7 +165,7 @@ def test_two_heads_wanting_the_same_rack_in_one_cycle(tmp_path):
     # two ClusterQueues share the TAS flavor; both heads want the only rack of 8 in the same cycle: the
     # first admitted takes it, the second no longer fits (skipped) and then waits: on empty nodes it would
     # fit, so it needs preemption, and there is none to make
-    docs = [flavor("tas", topologyName="dc"), cq("a", {"tas": {"cpu": 100}}), cq("b", {"tas": {"cpu": 100}})]
+    docs = [TAS_FLAVOR, cq("a", {"tas": {"cpu": 100}}), cq("b", {"tas": {"cpu": 100}})]
     b = backend(tmp_path, *docs)
     gang(b, "ga", 8, queue="a", **{REQUIRED_TOPOLOGY: "rack"})
     gang(b, "gb", 8, queue="b", **{REQUIRED_TOPOLOGY: "rack"})
@@ -177,8 +179,10 @@ def test_topology_files_are_checked_and_preemption_beside_tas_refused(tmp_path):
         config(tmp_path, topology(levels=(HOST, "rack")))
     with pytest.raises(QueuesError, match="each nodeLabel once"):
         config(tmp_path, topology(levels=("rack", "rack")))
+    with pytest.raises(QueuesError, match="field 'spec.nodeLabels': expected at least one"):
+        config(tmp_path, topology(), flavor("tas", topologyName="dc"))
     preempting = cq("q", {"tas": {"cpu": 4}}, preemption={"withinClusterQueue": "LowerPriority"})
-    cfg = config(tmp_path, topology(), flavor("tas", topologyName="dc"), preempting)
+    cfg = config(tmp_path, topology(), TAS_FLAVOR, preempting)
     assert "preemption beside topology-aware flavors (tas) is not modelled" in cfg.twin_refusal()
 
 
@@ -209,9 +213,10 @@ def test_gangs_on_racks_end_to_end(tmp_path):
     from batkube_py.inputs.platforms import rack_platform
 
     platform = tmp_path / "racks.xml"
-    platform.write_text(rack_platform(2, 8, "1"))
-    queues = write(tmp_path, [topology(levels=(ZONE, HOST)), flavor("racks", topologyName="dc"),
-                              cq("cq", {"racks": {"cpu": 8}}), lq("q", "cq")])  # fmt: skip
+    platform.write_text(rack_platform(2, 8, "1", labels=POOL))
+    racks = flavor("racks", topologyName="dc", nodeLabels=POOL)
+    queues = write(tmp_path, [topology(levels=(ZONE, HOST)), racks, cq("cq", {"racks": {"cpu": 8}}),
+                              lq("q", "cq")])  # fmt: skip
     jobs = [{"id": "g1", "subtime": 0, "res": 3, "topology": {"required": ZONE}},
             {"id": "g2", "subtime": 10, "res": 3, "topology": {"required": ZONE}},
             {"id": "j3", "subtime": 20, "res": 2, "topology": {"required": ZONE}},

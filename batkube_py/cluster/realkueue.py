@@ -72,6 +72,10 @@ class KueueCluster(QueueCluster):
         self._documents = documents
         self._flavors = {d["metadata"]["name"]: flavor_of(ResourceFlavor.model_validate(d))
                          for d in documents if d.get("kind") == "ResourceFlavor"}  # fmt: skip
+        levels = {d["metadata"]["name"]: [lv["nodeLabel"] for lv in d["spec"]["levels"]]
+                  for d in documents if d.get("kind") == "Topology"}  # fmt: skip
+        # TAS flavor → its Topology's level keys (the labels the topology ungater may add)
+        self._levels = {f.name: levels[f.topology] for f in self._flavors.values() if f.topology is not None}
         self.kueue_clock: kq.KueueClock | None = None
         self._order_ns = -1
         self._rv_lock = threading.Lock()
@@ -115,7 +119,11 @@ class KueueCluster(QueueCluster):
         self._order_ns = max(self._order_ns + 1, round(now * 1e9))
         labels.update({kq.MANAGED_LABEL: "true", kq.QUEUE_ORDER_LABEL: str(self._order_ns)})
         gate = client.V1PodSchedulingGate
-        gates = [gate(name=kq.ADMISSION_GATE), gate(name=RELEASE_GATE), *(pod.spec.scheduling_gates or [])]
+        # Kueue's pod webhook adds its TAS gate to every pod when TAS runs; admission lifts it unless the
+        # workload gets a topology assignment, and then the topology ungater does
+        tas = [gate(name=kq.TOPOLOGY_GATE)] if self._levels else []
+        gates = [gate(name=kq.ADMISSION_GATE), *tas, gate(name=RELEASE_GATE),
+                 *(pod.spec.scheduling_gates or [])]  # fmt: skip
         meta = pod.metadata.model_copy(update={
             "labels": labels, "finalizers": [*(pod.metadata.finalizers or []), kq.FINALIZER]})  # fmt: skip
         pod = pod.model_copy(
@@ -241,6 +249,10 @@ class KueueCluster(QueueCluster):
             podset.merge(info.pod.spec, labels, tolerations)
         except podset.MergeError as exc:
             raise BackendError(f"Kueue admitted pod {name}, but {exc}") from None
+        # the topology ungater's part: the pod's domain, level labels of its TAS flavor
+        levels = {k for f in set(flavors.values()) for k in self._levels.get(f, ())}
+        if domain := {k: v for k, v in selector.items() if k in levels and k not in labels}:
+            info.pod.spec.node_selector = {**(info.pod.spec.node_selector or {}), **domain}
         info.cache.clear()
         if (mine := info.pod.spec.node_selector or {}) != selector:
             used = sorted(set(flavors.values()))

@@ -240,12 +240,6 @@ def kueue_parts(cfg: ApiServerConfig, sync: SyncOptions, kubeconfig: Path, run_d
             f"Kueue {kueue_version()} is not built: run `batkube controlplane build` (it builds Kueue too)"
         )
     queues = load_queues(cfg.queues)
-    if tas := sorted(f.metadata.name for f in queues.flavors.values() if f.spec.topology_name is not None):
-        raise ControlPlaneError(
-            f"{cfg.queues}: ResourceFlavor/{tas[0]}: field 'spec.topologyName': topology-aware scheduling "
-            "is not run on the real backend yet (batkube's Kueue main starts no TAS controllers): use the "
-            "embedded backend (docs/kueue.md)"
-        )
     workdir = (run_dir or Path(".")) / "kueue"
     conf = queues.configuration
     kcfg = configuration(conf.fair_sharing, conf.admission_fair_sharing) if conf else configuration()

@@ -83,6 +83,8 @@ class QueuesConfig(BaseModel):
                 doc = obj.model_dump(by_alias=True, exclude_none=True, exclude_defaults=False)
                 if kind == "LocalQueue":
                     doc["metadata"]["namespace"] = NAMESPACE
+                if kind == "ResourceFlavor":  # an empty list is not an absent one to Kueue's CEL rules
+                    doc["spec"] = {k: v for k, v in doc["spec"].items() if v not in ([], {})}
                 out.append(doc)
         return out
 
@@ -212,6 +214,9 @@ def _check(cfg: QueuesConfig, path: Path) -> None:
         if topo is not None and topo not in cfg.topologies:
             raise _fail(path, f"ResourceFlavor/{flavor.metadata.name}", "spec.topologyName",
                         "the name of a Topology of the file")  # fmt: skip
+        if topo is not None and not flavor.spec.node_labels:
+            raise _fail(path, f"ResourceFlavor/{flavor.metadata.name}", "spec.nodeLabels",
+                        "at least one node label when topologyName is set (Kueue's rule)")  # fmt: skip
 
 
 def _check_groups(
