@@ -132,6 +132,16 @@ class KueueCluster(QueueCluster):
         self._managed[pod.metadata.name] = self._order_ns
         super().add_pod(pod, job_id, now)
 
+    def set_nodes_schedulable(self, nodes: list[str], schedulable: bool, now: float) -> None:
+        """Not with TAS flavors: Kueue's TAS flavor controller retries inadmissible workloads after a node
+        change only after a 1-s wall-clock batch, which no settle sees (docs/kueue.md)."""
+        if self._levels:
+            self._break(f"a node change at t={now} with topology-aware flavors is not run on the real "
+                        "backend (Kueue retries the workloads it affects after a wall-clock batch): "
+                        "docs/kueue.md")  # fmt: skip
+            return
+        super().set_nodes_schedulable(nodes, schedulable, now)
+
     def add_pod_group(self, group, now: float) -> None:
         raise BackendError("a job on several hosts (a pod group) with --queues on the real backend is not "
                            "supported yet: use the embedded backend (docs/kueue.md)")  # fmt: skip
