@@ -126,6 +126,7 @@ class Cache:
         }
         # the cluster's schedulable Ready nodes and each node's non-TAS usage: set by the embedded backend
         self.cluster: Callable[[], tuple[list[tas.NodeInfo], dict[str, tas.Requests]]] | None = None
+        self.cluster_view: tuple[list[tas.NodeInfo], dict[str, tas.Requests]] | None = None  # this instant's
 
     def _cohort(self, cfg: QueuesConfig, name: str) -> Node:
         """The cohort named `name`, an object of the file or implicit (named by a ClusterQueue or a
@@ -175,7 +176,9 @@ class Cache:
             return {}
         if self.cluster is None:
             raise RuntimeError("topology-aware flavors need the cluster's nodes (Cache.cluster)")
-        nodes, non_tas = self.cluster()
+        if self.cluster_view is None:  # the cluster does not change while the cycles of an instant run
+            self.cluster_view = self.cluster()
+        nodes, non_tas = self.cluster_view
         out = {}
         for name in self.tas_usage:
             f = self.flavors[name]
