@@ -256,3 +256,19 @@ def test_a_node_coming_back_retries_the_gangs_waiting_for_a_rack(tmp_path):
     assert b.twin.queues.queues["q"].pending() == [b.twin.workloads["g"]]
     b.set_nodes_schedulable(["n2", "n3"], True, 5.0)
     assert placed(b, 5.0) == {"n2": 4, "n3": 2}
+
+
+def test_an_untolerated_taint_leaves_its_host_out_and_says_so():
+    from batkube_py.kueue.cache import tas
+
+    taint = client.V1Taint(key="gpu", value="yes", effect="NoSchedule")
+    alloc = {"cpu": 2000, "pods": 110}
+    hosts = [tas.NodeInfo(f"n{i}", {"rack": "r0", HOST: f"n{i}"}, (taint,) if i == 0 else (), alloc)
+             for i in range(2)]  # fmt: skip
+    snap = tas.TASFlavorSnapshot("dc", ("rack", HOST), (), hosts, {}, {})
+    found, why = snap.find(tas.TopologyRequest("rack", required=True), {"cpu": 1000}, 3, pod("p", cpu="1"))
+    assert found is None
+    assert why == ('topology "dc" allows to fit only 2 out of 3 pod(s). Total nodes: 2; excluded: '
+                   'taint "gpu=yes:NoSchedule": 1')  # fmt: skip
+    found, _ = snap.find(tas.TopologyRequest("rack", required=True), {"cpu": 1000}, 2, pod("p", cpu="1"))
+    assert found == tas.TopologyAssignment((HOST,), ((("n1",), 2),))

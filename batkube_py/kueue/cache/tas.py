@@ -231,7 +231,7 @@ class TASFlavorSnapshot:
             if leaf.node is not None:
                 taint = first_untolerated(leaf.node.taints, tolerations, DO_NOT_SCHEDULE_EFFECTS)
                 if taint is not None:
-                    what = f"{taint.key}={taint.value or ''}:{taint.effect}"
+                    what = f"{taint.key}{'=' + taint.value if taint.value else ''}:{taint.effect}"
                     stats.taints[what] = stats.taints.get(what, 0) + 1
                     continue
                 if not node_matches(leaf.node.labels, pod):
