@@ -265,7 +265,7 @@ def test_an_untolerated_taint_leaves_its_host_out_and_says_so():
     alloc = {"cpu": 2000, "pods": 110}
     hosts = [tas.NodeInfo(f"n{i}", {"rack": "r0", HOST: f"n{i}"}, (taint,) if i == 0 else (), alloc)
              for i in range(2)]  # fmt: skip
-    snap = tas.TASFlavorSnapshot("dc", ("rack", HOST), (), hosts, {}, {})
+    snap = tas.TASFlavorSnapshot("dc", ("rack", HOST), (), hosts, {})
     found, why = snap.find(tas.TopologyRequest("rack", required=True), {"cpu": 1000}, 3, pod("p", cpu="1"))
     assert found is None
     assert why == ('topology "dc" allows to fit only 2 out of 3 pod(s). Total nodes: 2; excluded: '

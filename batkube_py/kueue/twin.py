@@ -59,7 +59,7 @@ class KueueTwin:
 
     def run(self, now: float) -> Decisions:
         out = Decisions()
-        self.cache.cluster_view = None
+        self.cache.tas_trees = None
         for _ in range(MAX_CYCLES):
             if not self.queues.has_heads():
                 break

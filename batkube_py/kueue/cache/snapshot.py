@@ -126,7 +126,7 @@ class Cache:
         }
         # the cluster's schedulable Ready nodes and each node's non-TAS usage: set by the embedded backend
         self.cluster: Callable[[], tuple[list[tas.NodeInfo], dict[str, tas.Requests]]] | None = None
-        self.cluster_view: tuple[list[tas.NodeInfo], dict[str, tas.Requests]] | None = None  # this instant's
+        self.tas_trees: dict[str, tas.TASFlavorSnapshot] | None = None  # this instant's, built once
 
     def _cohort(self, cfg: QueuesConfig, name: str) -> Node:
         """The cohort named `name`, an object of the file or implicit (named by a ClusterQueue or a
@@ -176,18 +176,18 @@ class Cache:
             return {}
         if self.cluster is None:
             raise RuntimeError("topology-aware flavors need the cluster's nodes (Cache.cluster)")
-        if self.cluster_view is None:  # the cluster does not change while the cycles of an instant run
-            self.cluster_view = self.cluster()
-        nodes, non_tas = self.cluster_view
-        out = {}
-        for name in self.tas_usage:
-            f = self.flavors[name]
-            levels = self.levels[f.topology]
-            mine = [n for n in nodes if all(n.labels.get(k) == v for k, v in f.node_labels.items())
-                    and all(k in n.labels for k in levels)]  # fmt: skip
-            out[name] = tas.TASFlavorSnapshot(f.topology, levels, f.tolerations, mine, self.tas_usage[name],
-                                              non_tas)  # fmt: skip
-        return out
+        if self.tas_trees is None:  # the cluster does not change while the cycles of an instant run
+            nodes, non_tas = self.cluster()
+            self.tas_trees = {}
+            for name in self.tas_usage:
+                f = self.flavors[name]
+                levels = self.levels[f.topology]
+                mine = [n for n in nodes if all(n.labels.get(k) == v for k, v in f.node_labels.items())
+                        and all(k in n.labels for k in levels)]  # fmt: skip
+                self.tas_trees[name] = tas.TASFlavorSnapshot(f.topology, levels, f.tolerations, mine, non_tas)
+        for name, tree in self.tas_trees.items():  # each cycle starts from the cache's TAS usage
+            tree.set_usage(self.tas_usage[name])
+        return self.tas_trees
 
     def snapshot(self) -> Snapshot:
         return Snapshot(self)

@@ -135,7 +135,7 @@ class Stats:
 class TASFlavorSnapshot:
     def __init__(
         self, topology: str, levels: tuple[str, ...], tolerations: tuple[client.V1Toleration, ...],
-        nodes: list[NodeInfo], usage: Mapping[Key, Requests], non_tas: Mapping[str, Requests],
+        nodes: list[NodeInfo], non_tas: Mapping[str, Requests],
     ):  # fmt: skip
         self.topology, self.levels, self.tolerations = topology, levels, tolerations
         self.lowest_is_node = levels[-1] == HOSTNAME
@@ -151,9 +151,6 @@ class TASFlavorSnapshot:
                 self._link(leaf)
             add(leaf.free, node.allocatable)
             key_of[node.name] = key
-        for key, u in usage.items():
-            if key in self.leaves:
-                add(self.leaves[key].tas_usage, u)
         for name, u in non_tas.items():
             if name in key_of:
                 add(self.leaves[key_of[name]].free, u, -1)
@@ -171,6 +168,12 @@ class TASFlavorSnapshot:
 
     def key(self, values: Key) -> Key:
         return values[-1:] if self.lowest_is_node else values
+
+    def set_usage(self, usage: Mapping[Key, Requests]) -> None:
+        """The admitted TAS workloads' usage per leaf (the cache's), replacing what a cycle added."""
+        for leaf in self.leaves.values():
+            leaf.tas_usage = {}
+        self.add_usage(usage)
 
     def add_usage(self, usage: Mapping[Key, Requests], sign: int = 1) -> None:
         for key, u in usage.items():
