@@ -204,16 +204,32 @@ def test_a_tolerated_taint_and_a_node_selector_narrow_the_hosts(tmp_path):
 ZONE = "topology.kubernetes.io/zone"
 
 
+def run_on_racks(tmp_path, racks: int, nodes: int, cores: str, labels: dict, queues, jobs: list[dict],
+                 delay: float, cpu: str) -> list[dict]:  # fmt: skip
+    """`batkube run` on the double with a racked platform; the rows of pods.csv."""
+    from batkube_py.inputs.platforms import rack_platform
+
+    platform = tmp_path / "racks.xml"
+    platform.write_text(rack_platform(racks, nodes, cores, labels=labels))
+    workload = tmp_path / "w.json"
+    profiles = {"p": {"type": "delay", "delay": delay, "cpu": cpu}}
+    workload.write_text(json.dumps({"nb_res": nodes, "profiles": profiles,
+                                    "jobs": [{"profile": "p", **j} for j in jobs]}))  # fmt: skip
+    out = tmp_path / "out"
+    args = ["run", "-p", str(platform), "-w", str(workload), "-o", str(out), "--batsim", "double",
+            "--no-progress", "--queues", str(queues)]  # fmt: skip
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    with (out / "pods.csv").open() as f:
+        return list(csv.DictReader(f))
+
+
 def test_gangs_on_racks_end_to_end(tmp_path):
     # 2 racks of 4 one-core nodes (the platform's rack label), 8 cores of quota, jobs of 100 s.
     # g1 (3 pods, one rack) at 0: both racks hold 4, BestFit keeps the first: node-0..2. g2 at 10: rack0
     # has 1 slot left, so rack1: node-4..6. At 20, j3 (2 pods, one rack) fits no rack (1 slot each)
     # and waits; j4 (2 pods, preferring one rack) falls back to both: node-3 and node-7. At 100 g1 ends
     # and j3 takes rack0's first two nodes.
-    from batkube_py.inputs.platforms import rack_platform
-
-    platform = tmp_path / "racks.xml"
-    platform.write_text(rack_platform(2, 8, "1", labels=POOL))
     racks = flavor("racks", topologyName="dc", nodeLabels=POOL)
     queues = write(tmp_path, [topology(levels=(ZONE, HOST)), racks, cq("cq", {"racks": {"cpu": 8}}),
                               lq("q", "cq")])  # fmt: skip
@@ -222,24 +238,15 @@ def test_gangs_on_racks_end_to_end(tmp_path):
             {"id": "j3", "subtime": 20, "res": 2, "topology": {"required": ZONE}},
             {"id": "j4", "subtime": 20, "res": 2, "topology": {"preferred": ZONE}},
             {"id": "bad", "subtime": 30, "res": 1, "topology": {"required": "rack"}}]  # fmt: skip
-    workload = tmp_path / "w.json"
-    profiles = {"p": {"type": "delay", "delay": 100, "cpu": "1"}}
-    jobs = [{"profile": "p", "queue": "q", **j} for j in jobs]
-    workload.write_text(json.dumps({"nb_res": 8, "profiles": profiles, "jobs": jobs}))
-    out = tmp_path / "out"
-    args = ["run", "-p", str(platform), "-w", str(workload), "-o", str(out), "--batsim", "double",
-            "--no-progress", "--queues", str(queues)]  # fmt: skip
-    result = CliRunner().invoke(main, args)
-    assert result.exit_code == 0, result.output
-    with (out / "pods.csv").open() as f:
-        done = [r for r in csv.DictReader(f) if r["state"] == "Succeeded"]
+    rows = run_on_racks(tmp_path, 2, 8, "1", POOL, queues, [{"queue": "q", **j} for j in jobs], 100, "1")
+    done = [r for r in rows if r["state"] == "Succeeded"]
     got = {(r["job_id"].split("!")[1], r["node"], round(float(r["admitted_at"])),
             round(float(r["start_time"]))) for r in done}  # fmt: skip
     assert got == {("g1", "node-0", 0, 0), ("g1", "node-1", 0, 0), ("g1", "node-2", 0, 0),
                    ("g2", "node-4", 10, 10), ("g2", "node-5", 10, 10), ("g2", "node-6", 10, 10),
                    ("j4", "node-3", 20, 20), ("j4", "node-7", 20, 20),
                    ("j3", "node-0", 100, 100), ("j3", "node-1", 100, 100)}  # fmt: skip
-    with (out / "rejected.csv").open() as f:
+    with (tmp_path / "out" / "rejected.csv").open() as f:
         rejected = {r["job_id"]: r for r in csv.DictReader(f)}
     assert list(rejected) == ["w0!bad"] and rejected["w0!bad"]["field"] == "topology"
     assert f"a nodeLabel of a Topology of {queues} ({HOST}, {ZONE})" in rejected["w0!bad"]["expected"]
@@ -272,3 +279,20 @@ def test_an_untolerated_taint_leaves_its_host_out_and_says_so():
                    'taint "gpu=yes:NoSchedule": 1')  # fmt: skip
     found, _ = snap.find(tas.TopologyRequest("rack", required=True), {"cpu": 1000}, 2, pod("p", cpu="1"))
     assert found == tas.TopologyAssignment((HOST,), ((("n1",), 2),))
+
+
+def test_the_racks_example_of_the_docs(tmp_path):
+    # docs/concepts/queues.md: gangs of 4, 3, 2, 4, 4, 2 four-core pods every 5 s on 4 racks of 4 nodes
+    from pathlib import Path
+
+    jobs = [{"id": f"g{i}", "subtime": i * 5, "res": r, "topology": {"required": ZONE}}
+            for i, r in enumerate([4, 3, 2, 4, 4, 2])]  # fmt: skip
+    queues = Path(__file__).resolve().parents[1] / "examples" / "queues_racks.yaml"
+    rows = run_on_racks(tmp_path, 4, 16, "4", {"pool": "racks"}, queues, jobs, 60, "4")
+    nodes: dict[str, set[int]] = {}
+    for r in rows:
+        nodes.setdefault(r["job_id"].split("!")[1], set()).add(int(r["node"].split("-")[1]))
+    assert nodes == {"g0": {0, 1, 2, 3}, "g1": {4, 5, 6}, "g2": {10, 11}, "g3": {12, 13, 14, 15},
+                     "g4": {0, 1, 2, 3}, "g5": {8, 9}}  # fmt: skip
+    admitted = {r["job_id"].split("!")[1]: round(float(r["admitted_at"])) for r in rows}
+    assert admitted == {"g0": 0, "g1": 5, "g2": 10, "g3": 15, "g4": 60, "g5": 25}
