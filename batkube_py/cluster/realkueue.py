@@ -2,8 +2,9 @@
 queue`): Kueue admits, kube-scheduler places, both on Batsim's clock (docs/kueue.md).
 
 A pod is created as Kueue's pod webhook would leave it (the `managed` label, Kueue's admission gate, its
-finalizer) with one more gate, batkube's: Kueue admits workloads in an order of its own making (its
-admission patches and the pod patches that follow run concurrently), and kube-scheduler's queue takes
+finalizer, and its TAS gate when the queues file has topology-aware flavors) with one more gate,
+batkube's: Kueue admits workloads in an order of its own making (its admission patches and the pod
+patches that follow run concurrently), and kube-scheduler's queue takes
 pods in the order their gates go. So each step is: the step's writes; Kueue's settle (it takes in the
 writes, admits until it has nothing left to do at this time, and names the pods it ungated); batkube
 lifts its own gate on those pods in their jobs' submission order; then kube-scheduler's settle. A
