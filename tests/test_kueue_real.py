@@ -132,3 +132,81 @@ def test_preemption_within_a_cluster_queue(controlplane, tmp_path):
     assert 10 <= float(hot["admitted_at"]) < 11
     again = next(r for r in rows if r["job_id"].startswith(killed[0]["job_id"] + "#"))
     assert 99 < float(again["admitted_at"]) < 101 and again["state"] == "Succeeded"
+
+
+POOLS = """<?xml version='1.0'?>
+<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">
+<platform version="4.1"><zone id="AS0" routing="Full">
+  <host id="node-0" speed="1Gf"><prop id="core" value="2"/><prop id="pool" value="a"/></host>
+  <host id="node-1" speed="1Gf"><prop id="core" value="2"/><prop id="pool" value="b"/></host>
+  <host id="node-2" speed="1Gf"><prop id="core" value="4"/></host>
+  <host id="master_host" speed="1Gf"/>
+</zone></platform>
+"""
+
+
+def test_flavors_select_the_nodes_their_labels_name_as_in_the_twin(controlplane, tmp_path):
+    # host property pool=a|b is a node label; flavor a (pool: a) and b (pool: b), 2 cores of quota each,
+    # in that order; node-2 (4 free cores, no pool) would win kube-scheduler's scoring without the
+    # flavors' nodeSelector. j0,j1 fill a; j2,j3 try a (no fit), then b (fungibility); j4 fits nowhere
+    # until 100, when all four end: its flavor walk ended on the last flavor, so it starts again at a.
+    # j5 (2 cores) at 150: a holds j4, so b.
+    platform = tmp_path / "pools.xml"
+    platform.write_text(POOLS)
+    queues = write(tmp_path, [flavor("a", nodeLabels={"pool": "a"}), flavor("b", nodeLabels={"pool": "b"}),
+                              cq("cq", {"a": {"cpu": 2}, "b": {"cpu": 2}}), lq("q", "cq")])  # fmt: skip
+    jobs = [*({"id": f"j{i}", "subtime": 0, "queue": "q"} for i in range(5)),
+            {"id": "j5", "subtime": 150, "queue": "q", "profile": "two"}]  # fmt: skip
+    workload = jobs_file(tmp_path, jobs)
+    doc = json.loads(workload.read_text())
+    doc["profiles"]["two"] = {"type": "delay", "delay": 100, "cpu": "2"}
+    workload.write_text(json.dumps(doc))
+    expected = {"j0": (0, "a", "node-0"), "j1": (0, "a", "node-0"), "j2": (0, "b", "node-1"),
+                "j3": (0, "b", "node-1"), "j4": (100, "a", "node-0"), "j5": (150, "b", "node-1")}
+    both_backends(controlplane, tmp_path, platform, workload, queues, expected)
+
+
+def both_backends(cp, tmp_path: Path, platform: Path, workload: Path, queues: Path, expected: dict) -> None:
+    """The real pair and the twins on the same inputs: each job's (admission instant, flavor, node) as
+    expected, started when admitted, and the same admission instant, flavor, node and start on both."""
+    got = {}
+    for backend in ("apiserver", "embedded"):
+        out = tmp_path / backend
+        args = ["run", "-p", str(platform), "-w", str(workload), "-o", str(out), "--batsim", str(DOUBLE),
+                "--no-progress", "--queues", str(queues), "--backend", backend]  # fmt: skip
+        if backend == "apiserver":
+            args += ["--controlplane-dir", str(cp.dir)]
+        result = CliRunner().invoke(main, args, catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["error"] is None and summary["jobs_succeeded"] == len(expected)
+        got[backend] = {j: (round(float(r["admitted_at"]), 3), r["flavor"], r["node"],
+                            round(float(r["start_time"]), 3)) for j, r in pods(out).items()}  # fmt: skip
+        for j, (at, fl, node) in expected.items():
+            admitted, flavor_, node_, start = got[backend][j]
+            assert (round(admitted), flavor_, node_, round(start)) == (at, fl, node, at), (backend, j)
+    assert got["apiserver"] == got["embedded"]
+
+
+def test_topology_aware_scheduling_of_single_pods_as_in_the_twin(controlplane, tmp_path):
+    # 2 racks (topology.kubernetes.io/zone) of 2 two-core nodes, one TAS flavor over rack and host, so
+    # every workload of the ClusterQueue is placed by TAS. j0..j2 (unconstrained, implied) go to the host
+    # with the least free capacity that holds them, first by name: node-0, node-0, node-1 (kube-scheduler
+    # alone would spread them). At 10, j3 requires one rack: rack0 has 1 slot, rack1 4, BestFit takes
+    # rack0: node-1. j4 prefers one host: the fullest host that holds it, then by name: node-2.
+    from batkube_py.inputs.platforms import rack_platform
+
+    zone = "topology.kubernetes.io/zone"
+    platform = tmp_path / "racks.xml"
+    platform.write_text(rack_platform(2, 4, "2", labels={"pool": "tas"}))
+    levels = [{"nodeLabel": zone}, {"nodeLabel": "kubernetes.io/hostname"}]
+    topology = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Topology", "metadata": {"name": "dc"},
+                "spec": {"levels": levels}}  # fmt: skip
+    queues = write(tmp_path, [topology, flavor("racks", topologyName="dc", nodeLabels={"pool": "tas"}),
+                              cq("cq", {"racks": {"cpu": 8}}), lq("q", "cq")])  # fmt: skip
+    jobs = [*({"id": f"j{i}", "subtime": 0, "queue": "q"} for i in range(3)),
+            {"id": "j3", "subtime": 10, "queue": "q", "topology": {"required": zone}},
+            {"id": "j4", "subtime": 10, "queue": "q", "topology": {"preferred": "kubernetes.io/hostname"}}]
+    expected = {"j0": (0, "racks", "node-0"), "j1": (0, "racks", "node-0"), "j2": (0, "racks", "node-1"),
+                "j3": (10, "racks", "node-1"), "j4": (10, "racks", "node-2")}  # fmt: skip
+    both_backends(controlplane, tmp_path, platform, jobs_file(tmp_path, jobs), queues, expected)

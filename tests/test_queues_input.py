@@ -104,8 +104,12 @@ def test_what_only_the_twin_lacks_is_loaded_and_refused_by_the_twin(tmp_path):
     assert expected in (cfg.twin_refusal() or "")
     topo = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Topology", "metadata": {"name": "t"},
             "spec": {"levels": [{"nodeLabel": "kubernetes.io/hostname"}]}}  # fmt: skip
-    cfg = load_queues(write(tmp_path, [topo, flavor("f", topologyName="t"), cq("q", {"f": {"cpu": 4}})]))
-    assert "ResourceFlavor/f: field 'spec.topologyName': topology-aware scheduling" in (
+    tas = flavor("f", topologyName="t", nodeLabels={"pool": "p"})
+    cfg = load_queues(write(tmp_path, [topo, tas, cq("q", {"f": {"cpu": 4}})]))
+    assert cfg.twin_refusal() is None  # topology-aware scheduling is modelled (test_kueue_tas.py)
+    preempting = cq("q", {"f": {"cpu": 4}}, preemption={"reclaimWithinCohort": "Any"}, cohort="c")
+    cfg = load_queues(write(tmp_path, [topo, tas, preempting]))
+    assert "ClusterQueue/q: field 'spec.preemption': preemption beside topology-aware flavors (f)" in (
         cfg.twin_refusal() or ""
     )
 

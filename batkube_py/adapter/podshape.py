@@ -80,11 +80,13 @@ class Shape:
     priority: int = 0
     cpu: float = 0.0
     memory: int | str = ""
+    annotations: dict[str, str] | None = None
 
 
-def _shape(spec: dict[str, Any], container: client.V1Container, labels: dict[str, str] | None) -> Shape:
+def _shape(spec: dict[str, Any], container: client.V1Container, labels: dict[str, str] | None,
+           annotations: dict[str, str] | None = None) -> Shape:  # fmt: skip
     requests = container.resources.requests or {}
-    meta = _META.model_copy(update={"labels": labels}) if labels else _META
+    meta = _META.model_copy(update={"labels": labels, "annotations": annotations}) if labels else _META
     return Shape(
         spec,
         container,
@@ -94,6 +96,7 @@ def _shape(spec: dict[str, Any], container: client.V1Container, labels: dict[str
         priority=spec["priority"] or 0,
         cpu=quantities.milli_cpu(requests["cpu"]) / 1000 if "cpu" in requests else 0.0,
         memory=quantities.byte_count(requests["memory"]) if "memory" in requests else "",
+        annotations=annotations,
     )
 
 
@@ -101,12 +104,15 @@ def with_requests(shape: Shape, extra: dict[str, str]) -> Shape:
     """The same pod shape with more requests (norequest.py: a job without a cpu request holds a node)."""
     res = shape.container.resources
     resources = res.model_copy(update={"requests": {**(res.requests or {}), **extra}})
-    return _shape(shape.spec, shape.container.model_copy(update={"resources": resources}), shape.labels)
+    container = shape.container.model_copy(update={"resources": resources})
+    return _shape(shape.spec, container, shape.labels, shape.annotations)
 
 
-def with_labels(shape: Shape, extra: dict[str, str]) -> Shape:
-    """The same pod shape with more labels (queuejobs.py: Kueue's queue and priority-class labels)."""
-    return _shape(shape.spec, shape.container, {**(shape.labels or {}), **extra})
+def with_labels(shape: Shape, extra: dict[str, str], annotations: dict[str, str] | None = None) -> Shape:
+    """The same pod shape with more labels and annotations (queuejobs.py: Kueue's queue and
+    priority-class labels, its topology-request annotations)."""
+    notes = {**(shape.annotations or {}), **(annotations or {})} or None
+    return _shape(shape.spec, shape.container, {**(shape.labels or {}), **extra}, notes)
 
 
 def _pod(meta: client.V1ObjectMeta, spec: dict[str, Any], container: client.V1Container) -> client.V1Pod:
@@ -156,7 +162,8 @@ def assemble(job_id: str, name: str, shape: Shape) -> client.V1Pod:
     """The pod of one job: five shallow copies of the shape's validated templates (constructing the
     client's models field by field costs ~15x more, which shows at 10,000 pods), its container and
     requests its own, as callers edit them."""
-    meta = {"name": name, "namespace": NAMESPACE, "annotations": {JOB_ID_ANNOTATION: job_id}}
+    meta = {"name": name, "namespace": NAMESPACE,
+            "annotations": {**(shape.annotations or {}), JOB_ID_ANNOTATION: job_id}}  # fmt: skip
     if shape.labels:
         meta["labels"] = dict(shape.labels)
     res = shape.container.resources

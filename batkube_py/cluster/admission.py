@@ -16,10 +16,12 @@ import logging
 
 from kubernetes import client
 
-from batkube_py.cluster.base import Admission, Eviction, Unschedulable
-from batkube_py.inputs.queues import QueuesConfig
+from batkube_py.cluster.base import Admission, BackendError, Eviction, Unschedulable
+from batkube_py.inputs.queues import QueuesConfig, amount
+from batkube_py.kueue import podset
+from batkube_py.kueue.cache import tas
 from batkube_py.kueue.twin import KueueTwin
-from batkube_py.kueue.workload import Workload, labels_of, pod_requests
+from batkube_py.kueue.workload import Workload, labels_of, pod_requests, topology_of
 from batkube_py.scheduler.podgroup import group_of
 
 log = logging.getLogger(__name__)
@@ -44,6 +46,7 @@ class KueueAdmission:
     def __init__(self, inner, queues: QueuesConfig):
         self.inner = inner
         self.twin = KueueTwin(queues)
+        self.twin.cache.cluster = self._cluster
         self._workload_of: dict[str, Workload] = {}  # pod → its Workload, while the pod exists
         self._gone: set[str] = set()  # pods deleted here (unbound preemption victims, given up)
         self._admissions: list[Admission] = []
@@ -67,7 +70,8 @@ class KueueAdmission:
             self._seq += 1
             priority = self.twin.priority(priority_class, pod.spec.priority or 0)
             cq = self.twin.cache.lq_to_cq[queue]
-            wl = Workload(name, queue, cq, priority, now, self._seq, pod_requests(pod), pod)
+            wl = Workload(name, queue, cq, priority, now, self._seq, pod_requests(pod), pod,
+                          topology=topology_of(pod))  # fmt: skip
             self.twin.submit(wl)
         wl.pods.append(pod.metadata.name)
         self._workload_of[pod.metadata.name] = wl
@@ -137,17 +141,17 @@ class KueueAdmission:
         return any((info := self.inner.pods.get(p)) is not None and info.node is not None for p in wl.pods)
 
     def _admitted(self, wl: Workload, now: float) -> None:
-        flavors = self.twin.cache.flavors
-        used = {wl.flavors[r] for r in wl.flavors}
-        labels = {k: v for f in sorted(used) for k, v in flavors[f].node_labels.items()}
-        tolerations = [t for f in sorted(used) for t in flavors[f].tolerations]
-        for name in wl.pods:
+        labels, tolerations = podset.flavor_changes(self.twin.cache.flavors, wl.flavors.values())
+        domains = wl.tas.assignment.node_selectors() if wl.tas is not None else [{}] * len(wl.pods)
+        for name, domain in zip(wl.pods, domains, strict=True):
             info = self.inner.pods[name]
             spec = info.pod.spec
-            if labels:
-                spec.node_selector = {**(spec.node_selector or {}), **labels}
-            if tolerations:
-                spec.tolerations = [*(spec.tolerations or []), *tolerations]
+            try:
+                podset.merge(spec, labels, tolerations)
+            except podset.MergeError as exc:  # Kueue's pod reconciler would retry it forever, gated
+                raise BackendError(f"Kueue cannot start pod {name} of workload {wl.name}: {exc}") from None
+            if domain:  # the topology ungater: the pod's domain, level by level
+                spec.node_selector = {**(spec.node_selector or {}), **domain}
             info.cache.clear()
             rest = [g for g in spec.scheduling_gates or [] if g.name != KUEUE_GATE]
             if rest:
@@ -158,6 +162,31 @@ class KueueAdmission:
         self._admissions.append(
             Admission(wl.name, wl.queue, wl.cluster_queue, flavor_text(wl, self.twin), now)
         )
+
+    def set_nodes_schedulable(self, nodes: list[str], schedulable: bool, now: float) -> None:
+        """A node change retries every ClusterQueue's inadmissible workloads when there are TAS flavors
+        (Kueue's TAS ResourceFlavor controller, on a node of a TAS flavor: NotifyRetryInadmissible)."""
+        self.inner.set_nodes_schedulable(nodes, schedulable, now)
+        if self.twin.cache.tas_usage:
+            for q in self.twin.queues.queues.values():
+                q.queue_inadmissible()
+
+    def _cluster(self) -> tuple[list[tas.NodeInfo], dict[str, tas.Requests]]:
+        """What Kueue's TAS cache sees: the schedulable nodes, and per node the requests of the bound
+        pods that TAS did not place (non-TAS usage)."""
+        t = self.inner.nodes
+        nodes = [
+            tas.NodeInfo(name, t.labels[i], tuple(t.taints[i]),
+                         {r: amount(r, v) for r, v in (t.nodes[i].status.allocatable or {}).items()})
+            for i, name in enumerate(t.names) if t.schedulable[i]
+        ]  # fmt: skip
+        non_tas: dict[str, tas.Requests] = {}
+        for name, info in self.inner.pods.items():
+            wl = self._workload_of.get(name)
+            if info.node is not None and (wl is None or wl.tas is None):
+                usage = non_tas.setdefault(t.names[info.node], {})
+                tas.add(usage, {**pod_requests(info.pod), tas.PODS: 1})
+        return nodes, non_tas
 
     # ---- reporting ----------------------------------------------------------------------------------
 

@@ -2,8 +2,9 @@
 queue`): Kueue admits, kube-scheduler places, both on Batsim's clock (docs/kueue.md).
 
 A pod is created as Kueue's pod webhook would leave it (the `managed` label, Kueue's admission gate, its
-finalizer) with one more gate, batkube's: Kueue admits workloads in an order of its own making (its
-admission patches and the pod patches that follow run concurrently), and kube-scheduler's queue takes
+finalizer, and its TAS gate when the queues file has topology-aware flavors) with one more gate,
+batkube's: Kueue admits workloads in an order of its own making (its admission patches and the pod
+patches that follow run concurrently), and kube-scheduler's queue takes
 pods in the order their gates go. So each step is: the step's writes; Kueue's settle (it takes in the
 writes, admits until it has nothing left to do at this time, and names the pods it ungated); batkube
 lifts its own gate on those pods in their jobs' submission order; then kube-scheduler's settle. A
@@ -26,6 +27,9 @@ from batkube_py.cluster.base import Admission, BackendError, Eviction, Unschedul
 from batkube_py.cluster.queued import QueueCluster
 from batkube_py.controlplane import kueue as kq
 from batkube_py.controlplane.clock import ClockError
+from batkube_py.inputs.kueueobjects import ResourceFlavor
+from batkube_py.kueue import podset
+from batkube_py.kueue.cache.snapshot import flavor_of
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +79,12 @@ class KueueCluster(QueueCluster):
     def __init__(self, *args, kueue: kq.KueueProcess, documents: list[dict], **kw):
         self.kueue = kueue
         self._documents = documents
+        self._flavors = {d["metadata"]["name"]: flavor_of(ResourceFlavor.model_validate(d))
+                         for d in documents if d.get("kind") == "ResourceFlavor"}  # fmt: skip
+        levels = {d["metadata"]["name"]: [lv["nodeLabel"] for lv in d["spec"]["levels"]]
+                  for d in documents if d.get("kind") == "Topology"}  # fmt: skip
+        # TAS flavor → its Topology's level keys (the labels the topology ungater may add)
+        self._levels = {f.name: levels[f.topology] for f in self._flavors.values() if f.topology is not None}
         self.kueue_clock: kq.KueueClock | None = None
         self._order_ns = -1
         self._rv_lock = threading.Lock()
@@ -134,6 +144,9 @@ class KueueCluster(QueueCluster):
             self._kgroup_of[pod.metadata.name] = group
         labels.update({kq.MANAGED_LABEL: "true", kq.QUEUE_ORDER_LABEL: str(order)})
         gate = client.V1PodSchedulingGate
+        # Kueue's pod webhook gates every pod for TAS too (TopologyAwareScheduling is on by default in
+        # v0.17.0): admission lifts that gate unless the workload gets a topology assignment, then the
+        # topology ungater does
         gates = [gate(name=kq.ADMISSION_GATE), gate(name=kq.TOPOLOGY_GATE), gate(name=RELEASE_GATE),
                  *(pod.spec.scheduling_gates or [])]  # fmt: skip
         annotations = {**(pod.metadata.annotations or {}), kq.ROLE_HASH_ANNOTATION: kq.role_hash(pod.spec)}
@@ -146,6 +159,16 @@ class KueueCluster(QueueCluster):
         self._seq += 1
         self._managed[pod.metadata.name] = (order, self._seq)
         super().add_pod(pod, job_id, now)
+
+    def set_nodes_schedulable(self, nodes: list[str], schedulable: bool, now: float) -> None:
+        """Not with TAS flavors: Kueue's TAS flavor controller retries inadmissible workloads after a node
+        change only after a 1-s wall-clock batch, which no settle sees (docs/kueue.md)."""
+        if self._levels:
+            self._break(f"a node change at t={now} with topology-aware flavors is not run on the real "
+                        "backend (Kueue retries the workloads it affects after a wall-clock batch): "
+                        "docs/kueue.md")  # fmt: skip
+            return
+        super().set_nodes_schedulable(nodes, schedulable, now)
 
     def add_pod_group(self, group, now: float) -> None:
         """kube-scheduler's PodGroup (realgroups.py); its pods, created next, are also Kueue's pod group
@@ -250,17 +273,16 @@ class KueueCluster(QueueCluster):
         for a in admitted:
             name = a["pod"]
             del self._managed[name]
+            flavors = a.get("flavors") or {}
             if (job := self._job_name(name)) not in jobs:  # a pod group is admitted as one Workload
                 jobs.add(job)
-                flavors = a.get("flavors") or {}
                 flavor = ",".join(flavors[r] for r in a.get("resources") or [])
                 self._admissions.append(Admission(pod=job, queue=a.get("local_queue") or "",
                                                   cluster_queue=a.get("cluster_queue") or "", flavor=flavor,
                                                   at=now))  # fmt: skip
             if name in stopped:
                 continue
-            if selector := a.get("node_selector"):
-                self._shadow_selector(name, selector)
+            self._shadow_admitted(name, flavors, a.get("node_selector") or {})
             self.ungate_pod(name, now)
 
     def _stopped(self, name: str, now: float) -> bool:
@@ -276,14 +298,26 @@ class KueueCluster(QueueCluster):
         self.delete_pod(name, now, phase="Failed", held=False)
         return True
 
-    def _shadow_selector(self, name: str, selector: dict) -> None:
-        """The flavor's node labels Kueue merged into the pod's nodeSelector, for the twin beside it."""
+    def _shadow_admitted(self, name: str, flavors: dict[str, str], selector: dict[str, str]) -> None:
+        """What Kueue's admission did to the pod (the flavors' node labels and tolerations), done to the
+        kube-scheduler twin's copy too; the nodeSelector must be the one Kueue wrote."""
         info = self.shadow.pods.get(name)
-        if info is not None and (info.pod.spec.node_selector or {}) != selector:
-            raise BackendError(
-                f"Kueue gave pod {name} the nodeSelector {selector}: flavors with nodeLabels on the real "
-                "backend are not supported yet (docs/kueue.md)"
-            )
+        if info is None:
+            return
+        labels, tolerations = podset.flavor_changes(self._flavors, flavors.values())
+        try:
+            podset.merge(info.pod.spec, labels, tolerations)
+        except podset.MergeError as exc:
+            raise BackendError(f"Kueue admitted pod {name}, but {exc}") from None
+        # the topology ungater's part: the pod's domain, level labels of its TAS flavor
+        levels = {k for f in set(flavors.values()) for k in self._levels.get(f, ())}
+        if domain := {k: v for k, v in selector.items() if k in levels and k not in labels}:
+            info.pod.spec.node_selector = {**(info.pod.spec.node_selector or {}), **domain}
+        info.cache.clear()
+        if (mine := info.pod.spec.node_selector or {}) != selector:
+            used = sorted(set(flavors.values()))
+            self._break(f"Kueue gave pod {name} the nodeSelector {selector}, its flavors {used} give {mine}")
+            raise BackendError(self.broken or "")
 
     def give_up_pending(self, now: float) -> list[Unschedulable]:
         """Besides kube-scheduler's unschedulable pods: once nothing runs and every pod left waits for

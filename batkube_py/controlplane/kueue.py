@@ -33,7 +33,7 @@ QUEUE_ORDER_LABEL = "batkube.io/queue-order"
 MANAGED_LABEL = "kueue.x-k8s.io/managed"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 ADMISSION_GATE = "kueue.x-k8s.io/admission"
-TOPOLOGY_GATE = "kueue.x-k8s.io/topology"  # TopologyAwareScheduling is on by default (beta) in v0.17.0
+TOPOLOGY_GATE = "kueue.x-k8s.io/topology"  # on by default (beta) in v0.17.0; TAS: until the ungater
 FINALIZER = "kueue.x-k8s.io/managed"
 ROLE_HASH_ANNOTATION = "kueue.x-k8s.io/role-hash"
 GROUP_NAME_LABEL = "kueue.x-k8s.io/pod-group-name"
@@ -221,6 +221,12 @@ class KueueClock(SchedulerClock):
         return self._call("/settle", pods_rv=str(pods_rv), t=repr(float(t)), timeout=self.timeout)
 
 
+def uses_tas(documents: list[dict]) -> bool:
+    """A queues file with topology-aware flavors: Kueue's TAS controllers run, and pods get its TAS gate."""
+    return any(d.get("kind") == "ResourceFlavor" and (d.get("spec") or {}).get("topologyName")
+               for d in documents)  # fmt: skip
+
+
 class KueueProcess:
     """One run's Kueue: its objects installed, the process started, ready once its caches synced, its
     ClusterQueues active and its LocalQueues known to the queue manager."""
@@ -240,9 +246,10 @@ class KueueProcess:
         own = {"matchLabels": {"kubernetes.io/metadata.name": namespace}}  # not other runs' leftover pods
         cfg.write_text(json.dumps({**self.config, "managedJobsNamespaceSelector": own}, indent=1))
         logf = self.log_path.open("ab")
+        tas = ["--batkube-tas"] if uses_tas(documents) else []
         self.proc = subprocess.Popen(
             [str(self.binary.path), f"--kubeconfig={self.kubeconfig}", f"--config={cfg}",
-             "--batkube-control-address=127.0.0.1:0",
+             "--batkube-control-address=127.0.0.1:0", *tas,
              f"--zap-log-level={os.environ.get('BATKUBE_KUEUE_LOG_LEVEL', 'error')}"],
             stdout=subprocess.PIPE, stderr=logf, start_new_session=True,
         )  # fmt: skip

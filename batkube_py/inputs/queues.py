@@ -6,8 +6,8 @@ The apiserver backend applies `QueuesConfig.documents` to the real Kueue; the em
 (batkube_py/kueue) reads the same models. Each problem is one QueuesError line naming the file, the
 object (kind/name), the field and what was expected. Fields batkube has no way to honour (admission
 checks, stop policies, LocalQueues outside namespace "default", where every pod lives) are refused here;
-what only the twin lacks (fair sharing, admission fair sharing, topology-aware flavors) is refused by
-`twin_refusal`, so a user never gets a silently different Kueue.
+what only the twin lacks (fair sharing, admission fair sharing, preemption beside topology-aware flavors)
+is refused by `twin_refusal`, so a user never gets a silently different Kueue.
 """
 
 from __future__ import annotations
@@ -37,7 +37,12 @@ CONFIG_API_VERSION = "config.kueue.x-k8s.io/v1beta2"
 NAMESPACE = "default"  # the adapter's pods' namespace (adapter/translate.py)
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+# a PodSet's topology request, as pod annotations (a job's `topology` field)
+REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
+PREFERRED_TOPOLOGY = "kueue.x-k8s.io/podset-preferred-topology"
+UNCONSTRAINED_TOPOLOGY = "kueue.x-k8s.io/podset-unconstrained-topology"
 APPLY_ORDER = ("ResourceFlavor", "Topology", "Cohort", "WorkloadPriorityClass", "ClusterQueue", "LocalQueue")
+HOSTNAME = "kubernetes.io/hostname"
 UNMODELLED = "not modelled by batkube's Kueue twin"
 
 
@@ -78,6 +83,8 @@ class QueuesConfig(BaseModel):
                 doc = obj.model_dump(by_alias=True, exclude_none=True, exclude_defaults=False)
                 if kind == "LocalQueue":
                     doc["metadata"]["namespace"] = NAMESPACE
+                if kind == "ResourceFlavor":  # an empty list is not an absent one to Kueue's CEL rules
+                    doc["spec"] = {k: v for k, v in doc["spec"].items() if v not in ([], {})}
                 out.append(doc)
         return out
 
@@ -95,12 +102,16 @@ class QueuesConfig(BaseModel):
             return f"{where}Configuration: field 'fairSharing': fair sharing is {UNMODELLED} yet"
         if self.admission_fair_sharing:
             return f"{where}Configuration: field 'admissionFairSharing': {UNMODELLED} yet"
-        for f in self.flavors.values():
-            if f.spec.topology_name is not None:
-                return (
-                    f"{where}ResourceFlavor/{f.metadata.name}: field 'spec.topologyName': "
-                    f"topology-aware scheduling is {UNMODELLED} yet"
-                )
+        if tas := sorted(f.metadata.name for f in self.flavors.values() if f.spec.topology_name is not None):
+            for cq in self.cluster_queues.values():
+                p = cq.spec.preemption
+                if (p.within_cluster_queue, p.reclaim_within_cohort, p.borrow_within_cohort.policy) != (
+                    ("Never",) * 3
+                ):
+                    return (
+                        f"{where}ClusterQueue/{cq.metadata.name}: field 'spec.preemption': preemption beside "
+                        f"topology-aware flavors ({', '.join(tas)}) is {UNMODELLED} yet"
+                    )
         for cq in self.cluster_queues.values():
             if cq.spec.admission_scope is not None:
                 return (
@@ -191,11 +202,21 @@ def _check(cfg: QueuesConfig, path: Path) -> None:
         if f.preference is not None and (f.when_can_borrow, f.when_can_preempt) != ("TryNextFlavor",) * 2:
             why = "no preference unless whenCanBorrow and whenCanPreempt are both TryNextFlavor"
             raise _fail(path, what, "spec.flavorFungibility.preference", why)
+    for topology in cfg.topologies.values():
+        keys = [lv.node_label for lv in topology.spec.levels]
+        what = f"Topology/{topology.metadata.name}"
+        if len(keys) > 16 or len(set(keys)) != len(keys):
+            raise _fail(path, what, "spec.levels", "at most 16 levels, each nodeLabel once")
+        if HOSTNAME in keys[:-1]:
+            raise _fail(path, what, "spec.levels", f"{HOSTNAME} only as the last (lowest) level")
     for flavor in cfg.flavors.values():
         topo = flavor.spec.topology_name
         if topo is not None and topo not in cfg.topologies:
             raise _fail(path, f"ResourceFlavor/{flavor.metadata.name}", "spec.topologyName",
                         "the name of a Topology of the file")  # fmt: skip
+        if topo is not None and not flavor.spec.node_labels:
+            raise _fail(path, f"ResourceFlavor/{flavor.metadata.name}", "spec.nodeLabels",
+                        "at least one node label when topologyName is set (Kueue's rule)")  # fmt: skip
 
 
 def _check_groups(

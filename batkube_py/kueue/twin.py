@@ -59,6 +59,7 @@ class KueueTwin:
 
     def run(self, now: float) -> Decisions:
         out = Decisions()
+        self.cache.tas_trees = None
         for _ in range(MAX_CYCLES):
             if not self.queues.has_heads():
                 break

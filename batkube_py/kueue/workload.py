@@ -12,10 +12,30 @@ from dataclasses import dataclass, field
 from kubernetes import client
 
 from batkube_py import quantities
-from batkube_py.inputs.queues import PRIORITY_LABEL, QUEUE_LABEL
+from batkube_py.inputs.queues import (
+    PREFERRED_TOPOLOGY,
+    PRIORITY_LABEL,
+    QUEUE_LABEL,
+    REQUIRED_TOPOLOGY,
+    UNCONSTRAINED_TOPOLOGY,
+)
+from batkube_py.kueue.cache import tas
 from batkube_py.kueue.cache.resource_node import FR
 
 PODS = "pods"
+
+
+@dataclass(frozen=True)
+class TASUsage:
+    """A PodSet's placement on a TAS flavor (its TopologyAssignment) and the usage it charges there."""
+
+    flavor: str
+    assignment: tas.TopologyAssignment
+    per_pod: dict[str, int]  # the per-pod requests of the resources the TAS flavor gives
+
+    @property
+    def usage(self) -> dict[tas.Key, tas.Requests]:
+        return self.assignment.usage(self.per_pod)
 
 
 def pod_requests(pod: client.V1Pod) -> dict[str, int]:
@@ -39,10 +59,12 @@ class Workload:
     per_pod: dict[str, int]
     template: client.V1Pod  # what flavor matching reads (nodeSelector, affinity, tolerations)
     pods: list[str] = field(default_factory=list)
+    topology: tas.TopologyRequest | None = None  # the PodSet's explicit topology request
     # admission (status.admission) and what the scheduler remembers between attempts
     usage: dict[FR, int] | None = None
     flavors: dict[str, str] = field(default_factory=dict)  # resource → flavor
     frs: frozenset[FR] = frozenset()  # the flavor-resources it holds quota in
+    tas: TASUsage | None = None  # its topology assignment, once admitted on a TAS flavor
     admitted_at: float | None = None
     admission_seq: int = 0  # quota reservation order: the "more recent first" of preemption ordering
     evicted: bool = False  # Evicted=True (a preemption victim still holding its quota)
@@ -80,3 +102,15 @@ def labels_of(pod: client.V1Pod) -> tuple[str | None, str | None]:
     """(LocalQueue, WorkloadPriorityClass) named by the pod's Kueue labels."""
     labels = pod.metadata.labels or {}
     return labels.get(QUEUE_LABEL), labels.get(PRIORITY_LABEL)
+
+
+def topology_of(pod: client.V1Pod) -> tas.TopologyRequest | None:
+    """The PodSet's topology request from the pod's annotations (jobframework's PodSetTopologyRequest)."""
+    notes = pod.metadata.annotations or {}
+    if (level := notes.get(REQUIRED_TOPOLOGY)) is not None:
+        return tas.TopologyRequest(level, required=True)
+    if (level := notes.get(PREFERRED_TOPOLOGY)) is not None:
+        return tas.TopologyRequest(level)
+    if notes.get(UNCONSTRAINED_TOPOLOGY) == "true":
+        return tas.TopologyRequest(None)
+    return None

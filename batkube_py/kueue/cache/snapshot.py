@@ -16,6 +16,7 @@ from kubernetes import client
 
 from batkube_py.inputs import kueueobjects as k
 from batkube_py.inputs.queues import QueuesConfig, amount
+from batkube_py.kueue.cache import tas
 from batkube_py.kueue.cache.resource_node import (
     FR,
     Node,
@@ -26,7 +27,7 @@ from batkube_py.kueue.cache.resource_node import (
     remove_usage,
     update_tree,
 )
-from batkube_py.kueue.workload import PODS, Workload
+from batkube_py.kueue.workload import PODS, TASUsage, Workload
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,7 @@ class Flavor:
     node_labels: dict[str, str]
     taints: tuple[client.V1Taint, ...]
     tolerations: tuple[client.V1Toleration, ...]
+    topology: str | None = None  # topologyName: a TAS flavor
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,7 @@ class ClusterQueueSpec:
     groups: tuple[ResourceGroup, ...]
     preemption: k.Preemption
     fungibility: k.FlavorFungibility
+    tas_only: bool = False  # every flavor is a TAS flavor: TAS applies to every workload (implied)
 
     def group_of(self, resource: str) -> ResourceGroup | None:
         """RGByResource."""
@@ -79,19 +82,19 @@ def _quotas(groups: list[k.ResourceGroup]) -> dict[FR, Quota]:
     return out
 
 
-def _flavor(obj: k.ResourceFlavor) -> Flavor:
+def flavor_of(obj: k.ResourceFlavor) -> Flavor:
     spec = obj.spec
     taints = tuple(client.V1Taint(key=t.key, value=t.value, effect=t.effect) for t in spec.node_taints)
     tolerations = tuple(
         client.V1Toleration(key=t.key, operator=t.operator, value=t.value, effect=t.effect or None)
         for t in spec.tolerations
     )
-    return Flavor(obj.metadata.name, dict(spec.node_labels), taints, tolerations)
+    return Flavor(obj.metadata.name, dict(spec.node_labels), taints, tolerations, spec.topology_name)
 
 
 class Cache:
     def __init__(self, cfg: QueuesConfig):
-        self.flavors = {name: _flavor(f) for name, f in cfg.flavors.items()}
+        self.flavors = {name: flavor_of(f) for name, f in cfg.flavors.items()}
         self.specs: dict[str, ClusterQueueSpec] = {}
         self.cqs: dict[str, Node] = {}
         self.cohorts: dict[str, Node] = {}
@@ -105,8 +108,9 @@ class Cache:
                 )
                 for g in spec.resource_groups
             )
+            tas_only = all(self.flavors[f].topology is not None for g in groups for f in g.flavors)
             self.specs[name] = ClusterQueueSpec(
-                name, spec.queueing_strategy, groups, spec.preemption, spec.flavor_fungibility
+                name, spec.queueing_strategy, groups, spec.preemption, spec.flavor_fungibility, tas_only
             )
             self.cqs[name] = Node(name, True, quotas=_quotas(spec.resource_groups))
             if spec.cohort_name is not None:
@@ -116,6 +120,13 @@ class Cache:
             update_tree(root)
         self.workloads: dict[str, dict[str, Workload]] = {name: {} for name in self.cqs}
         self.lq_to_cq = {name: lq.spec.cluster_queue for name, lq in cfg.local_queues.items()}
+        self.levels = {n: tuple(lv.node_label for lv in t.spec.levels) for n, t in cfg.topologies.items()}
+        self.tas_usage: dict[str, dict[tas.Key, tas.Requests]] = {
+            f.name: {} for f in self.flavors.values() if f.topology is not None
+        }
+        # the cluster's schedulable Ready nodes and each node's non-TAS usage: set by the embedded backend
+        self.cluster: Callable[[], tuple[list[tas.NodeInfo], dict[str, tas.Requests]]] | None = None
+        self.tas_trees: dict[str, tas.TASFlavorSnapshot] | None = None  # this instant's, built once
 
     def _cohort(self, cfg: QueuesConfig, name: str) -> Node:
         """The cohort named `name`, an object of the file or implicit (named by a ClusterQueue or a
@@ -143,6 +154,7 @@ class Cache:
         self.workloads[wl.cluster_queue][wl.name] = wl
         for fr, v in wl.usage.items():
             add_usage(self.cqs[wl.cluster_queue], fr, v)
+        self._tas(wl, 1)
 
     def release(self, wl: Workload) -> None:
         """The workload's pods are gone: its quota is free again."""
@@ -150,6 +162,32 @@ class Cache:
             return
         for fr, v in (wl.usage or {}).items():
             remove_usage(self.cqs[wl.cluster_queue], fr, v)
+        self._tas(wl, -1)
+
+    def _tas(self, wl: Workload, sign: int) -> None:
+        if wl.tas is not None:
+            usage = self.tas_usage[wl.tas.flavor]
+            for key, u in wl.tas.usage.items():
+                tas.add(usage.setdefault(key, {}), u, sign)
+
+    def tas_snapshots(self) -> dict[str, tas.TASFlavorSnapshot]:
+        """One TAS snapshot per TAS flavor, over the nodes carrying its labels and every level's."""
+        if not self.tas_usage:
+            return {}
+        if self.cluster is None:
+            raise RuntimeError("topology-aware flavors need the cluster's nodes (Cache.cluster)")
+        if self.tas_trees is None:  # the cluster does not change while the cycles of an instant run
+            nodes, non_tas = self.cluster()
+            self.tas_trees = {}
+            for name in self.tas_usage:
+                f = self.flavors[name]
+                levels = self.levels[f.topology]
+                mine = [n for n in nodes if all(n.labels.get(k) == v for k, v in f.node_labels.items())
+                        and all(k in n.labels for k in levels)]  # fmt: skip
+                self.tas_trees[name] = tas.TASFlavorSnapshot(f.topology, levels, f.tolerations, mine, non_tas)
+        for name, tree in self.tas_trees.items():  # each cycle starts from the cache's TAS usage
+            tree.set_usage(self.tas_usage[name])
+        return self.tas_trees
 
     def snapshot(self) -> Snapshot:
         return Snapshot(self)
@@ -176,6 +214,7 @@ class Snapshot:
             _clone(root, None, self.cqs)
         self.workloads = dict(cache.workloads)  # each ClusterQueue's copied when first changed
         self._copied: set[str] = set()
+        self.tas = cache.tas_snapshots()  # per TAS flavor, shared by the ClusterQueues using it
 
     def _own(self, cq: str) -> dict[str, Workload]:
         if cq not in self._copied:
@@ -183,18 +222,22 @@ class Snapshot:
             self._copied.add(cq)
         return self.workloads[cq]
 
-    def add_usage(self, cq: str, usage: dict[FR, int]) -> None:
+    def add_usage(self, cq: str, usage: dict[FR, int], placed: TASUsage | None = None) -> None:
         for fr, v in usage.items():
             add_usage(self.cqs[cq], fr, v)
+        if placed is not None:
+            self.tas[placed.flavor].add_usage(placed.usage)
 
     def remove_workload(self, wl: Workload) -> None:
         del self._own(wl.cluster_queue)[wl.name]
         for fr, v in (wl.usage or {}).items():
             remove_usage(self.cqs[wl.cluster_queue], fr, v)
+        if wl.tas is not None:
+            self.tas[wl.tas.flavor].add_usage(wl.tas.usage, -1)
 
     def add_workload(self, wl: Workload) -> None:
         self._own(wl.cluster_queue)[wl.name] = wl
-        self.add_usage(wl.cluster_queue, wl.usage or {})
+        self.add_usage(wl.cluster_queue, wl.usage or {}, wl.tas)
 
     def simulate_removal(self, wls: Iterable[Workload]) -> Callable[[], None]:
         """SimulateWorkloadRemoval: remove them, and the function that puts them back."""
@@ -208,10 +251,13 @@ class Snapshot:
 
         return revert
 
-    def fits(self, cq: str, usage: dict[FR, int]) -> bool:
-        """ClusterQueueSnapshot.Fits: every flavor-resource within what the ClusterQueue may still use."""
+    def fits(self, cq: str, usage: dict[FR, int], placed: TASUsage | None = None) -> bool:
+        """ClusterQueueSnapshot.Fits: every flavor-resource within what the ClusterQueue may still use,
+        and every topology domain still holding its pods."""
         node = self.cqs[cq]
-        return all(v <= available(node, fr) for fr, v in usage.items())
+        if not all(v <= available(node, fr) for fr, v in usage.items()):
+            return False
+        return placed is None or self.tas[placed.flavor].fits(placed.assignment, placed.per_pod)
 
     def available(self, cq: str, fr: FR) -> int:
         return available(self.cqs[cq], fr)

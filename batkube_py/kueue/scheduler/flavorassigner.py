@@ -16,12 +16,12 @@ from kubernetes import client
 
 from batkube_py.kueue.cache import resource_node as rn
 from batkube_py.kueue.cache.snapshot import ClusterQueueSpec, Flavor, ResourceGroup, Snapshot
-from batkube_py.kueue.scheduler import preemption
-from batkube_py.kueue.workload import Workload
+from batkube_py.kueue.cache.tas import requirement_ok
+from batkube_py.kueue.scheduler import preemption, tas_flavorassigner
+from batkube_py.kueue.scheduler.modes import FIT, NO_FIT, PREEMPT
+from batkube_py.kueue.workload import TASUsage, Workload
 from batkube_py.scheduler.plugins.helpers import DO_NOT_SCHEDULE_EFFECTS, first_untolerated
 
-# FlavorAssignmentMode (representative) and the finer preemptionMode, worst first
-NO_FIT, PREEMPT, FIT = 0, 1, 3
 P_NO_FIT, P_NO_CANDIDATES, P_PREEMPT, P_RECLAIM, P_FIT = range(5)
 _ORACLE = {"NoCandidates": P_NO_CANDIDATES, "Preempt": P_PREEMPT, "Reclaim": P_RECLAIM}
 WORST, BEST = (P_NO_FIT, 1 << 30), (P_FIT, 0)
@@ -35,6 +35,7 @@ class Assignment:
     reasons: list[str] = field(default_factory=list)
     last_tried: dict[str, int] = field(default_factory=dict)
     usage: dict[rn.FR, int] = field(default_factory=dict)
+    tas: TASUsage | None = None  # the topology placement on its TAS flavor (topologyAssignment)
 
     failed: bool = False  # a resource group found no flavor (or a resource has none)
 
@@ -83,19 +84,6 @@ def should_try_next(mode: tuple[int, int], spec: ClusterQueueSpec) -> bool:
     return mode[1] > 0 and f.when_can_borrow == "TryNextFlavor"
 
 
-def _requirement_ok(labels: dict[str, str], req: client.V1NodeSelectorRequirement) -> bool:
-    has, value = req.key in labels, labels.get(req.key)
-    op, values = req.operator, req.values or []
-    if op in ("Gt", "Lt"):
-        try:
-            n, bound = int(value or ""), int(values[0])
-        except (ValueError, IndexError):
-            return False
-        return n > bound if op == "Gt" else n < bound
-    return {"In": has and value in values, "NotIn": not has or value not in values,
-            "Exists": has, "DoesNotExist": not has}.get(op, False)  # fmt: skip
-
-
 def selector_matches(pod: client.V1Pod, keys: frozenset[str], labels: dict[str, str]) -> bool:
     """flavorSelector: the pod's nodeSelector and required node affinity, on `keys` only."""
     spec = pod.spec
@@ -111,7 +99,7 @@ def selector_matches(pod: client.V1Pod, keys: frozenset[str], labels: dict[str, 
         if not exprs:
             return True  # a term left empty matches any flavor
         terms.append(exprs)
-    return not terms or any(all(_requirement_ok(labels, e) for e in exprs) for exprs in terms)
+    return not terms or any(all(requirement_ok(labels, e) for e in exprs) for exprs in terms)
 
 
 def flavor_problem(pod: client.V1Pod, flavor: Flavor | None, group: ResourceGroup, name: str) -> str | None:
@@ -153,6 +141,7 @@ class FlavorAssigner:
             out.last_tried.update({r: tried for r in flavors})
         for res, (flavor, _, _) in out.flavors.items():
             out.usage[(flavor, res)] = out.usage.get((flavor, res), 0) + requests[res]
+        tas_flavorassigner.place(out, self.wl, self.spec, self.snap)
         return out
 
     def _find(self, group: ResourceGroup, requests: dict[str, int]) -> tuple[dict, list[str], int]:
@@ -166,9 +155,9 @@ class FlavorAssigner:
         for idx in range(start, len(group.flavors)):
             attempted = idx
             name = group.flavors[idx]
-            if (
-                why := flavor_problem(self.wl.template, self.snap.flavors.get(name), group, name)
-            ) is not None:
+            flavor = self.snap.flavors.get(name)
+            why = flavor and tas_flavorassigner.flavor_problem(self.wl, self.spec, flavor, group, self.snap)
+            if (why := why or flavor_problem(self.wl.template, flavor, group, name)) is not None:
                 reasons.append(why)
                 continue
             assignments = {}

@@ -16,7 +16,8 @@ from batkube_py.kueue.cache.snapshot import Cache, Snapshot
 from batkube_py.kueue.queue import cluster_queue as cqq
 from batkube_py.kueue.queue.manager import Manager
 from batkube_py.kueue.scheduler import preemption
-from batkube_py.kueue.scheduler.flavorassigner import FIT, NO_FIT, PREEMPT, Assignment, FlavorAssigner
+from batkube_py.kueue.scheduler.flavorassigner import Assignment, FlavorAssigner
+from batkube_py.kueue.scheduler.modes import FIT, NO_FIT, PREEMPT
 from batkube_py.kueue.workload import Workload
 
 NOMINATED, SKIPPED, ASSUMED, NOT_NOMINATED = "nominated", "skipped", "assumed", ""
@@ -114,19 +115,19 @@ class Scheduler:
         if mode == PREEMPT and not e.targets:
             e.reason = cqq.NO_CANDIDATES
             if not can_always_reclaim(snap, cq):
-                snap.add_usage(cq, reserve(e, snap))
+                snap.add_usage(cq, reserve(e, snap), e.assignment.tas)
             return
         if any(t.workload.name in preempted for t in e.targets):
             self._skip(e, "Workload has overlapping preemption targets with another workload")
             return
         revert = snap.simulate_removal([*preempted.values(), *(t.workload for t in e.targets)])
-        fits = snap.fits(cq, e.assignment.usage)
+        fits = snap.fits(cq, e.assignment.usage, e.assignment.tas)
         revert()
         if not fits:
             self._skip(e, "Workload no longer fits after processing another workload")
             return
         preempted.update((t.workload.name, t.workload) for t in e.targets)
-        snap.add_usage(cq, e.assignment.usage)
+        snap.add_usage(cq, e.assignment.usage, e.assignment.tas)
         if mode == PREEMPT:
             e.wl.last_tried = None
             fresh = [t for t in e.targets if not t.workload.evicted]
@@ -149,6 +150,7 @@ class Scheduler:
         wl.usage = dict(a.usage)
         wl.flavors = {r: f for r, (f, _, _) in a.flavors.items()}
         wl.frs = frozenset((f, r) for r, f in wl.flavors.items())
+        wl.tas = a.tas
         wl.admitted_at, wl.admission_seq, wl.message = now, self._admissions, ""
         self.queues.delete(wl)
         self.cache.admit(wl)

@@ -8,6 +8,8 @@
 //     adapter puts in a pod label that Kueue copies onto the Workload (labelKeysToCopy), instead of the
 //     apiserver's one-second wall stamp and random UID;
 //   - no webhooks (the adapter creates pods as Kueue's pod webhook would leave them) and no TLS;
+//   - topology-aware scheduling's controllers only with --batkube-tas (a queues file with TAS flavors):
+//     they watch every pod and node, work a run without TAS flavors does not need;
 //   - a loopback control endpoint (control.go) that holds the admission scheduler between steps and says
 //     when Kueue has nothing left to do at the step's time (quiet.go).
 package main
@@ -45,6 +47,8 @@ import (
 	"sigs.k8s.io/kueue/pkg/controller/core"
 	"sigs.k8s.io/kueue/pkg/controller/core/indexer"
 	"sigs.k8s.io/kueue/pkg/controller/jobframework"
+	"sigs.k8s.io/kueue/pkg/controller/tas"
+	tasindexer "sigs.k8s.io/kueue/pkg/controller/tas/indexer"
 	_ "sigs.k8s.io/kueue/pkg/controller/jobs/pod"
 	"sigs.k8s.io/kueue/pkg/metrics"
 	"sigs.k8s.io/kueue/pkg/scheduler"
@@ -73,6 +77,7 @@ func main() {
 	configFile := flag.String("config", "", "Kueue Configuration (config.kueue.x-k8s.io/v1beta2)")
 	address := flag.String("batkube-control-address", "127.0.0.1:0", "host:port of the control endpoint")
 	version := flag.Bool("version", false, "print the Kueue version and exit")
+	withTAS := flag.Bool("batkube-tas", false, "start topology-aware scheduling's controllers")
 	logOpts := zap.Options{Level: zapcore.ErrorLevel}
 	logOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -82,13 +87,13 @@ func main() {
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&logOpts)))
 	// --kubeconfig is controller-runtime's own flag
-	if err := run(flag.Lookup("kubeconfig").Value.String(), *configFile, *address); err != nil {
+	if err := run(flag.Lookup("kubeconfig").Value.String(), *configFile, *address, *withTAS); err != nil {
 		fmt.Fprintln(os.Stderr, "kueue:", err)
 		os.Exit(1)
 	}
 }
 
-func run(kubeconfig, configFile, address string) error {
+func run(kubeconfig, configFile, address string, withTAS bool) error {
 	log := ctrl.Log.WithName("batkube-kueue")
 	options, cfg, err := config.Load(scheme, configFile)
 	if err != nil {
@@ -133,6 +138,11 @@ func run(kubeconfig, configFile, address string) error {
 	if err := jobframework.SetupIndexes(ctx, mgr.GetFieldIndexer(), frameworks); err != nil {
 		return err
 	}
+	if withTAS {
+		if err := tasindexer.SetupIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
+			return err
+		}
+	}
 
 	clock := clocktesting.NewFakeClock(epoch)
 	cCache := schdcache.New(mgr.GetClient(),
@@ -153,6 +163,11 @@ func run(kubeconfig, configFile, address string) error {
 	go cCache.CleanUpOnContext(ctx)
 	if failed, err := core.SetupControllers(mgr, queues, cCache, &cfg, nil, expectations, nil); err != nil {
 		return fmt.Errorf("controller %s: %w", failed, err)
+	}
+	if withTAS {
+		if failed, err := tas.SetupControllers(mgr, queues, cCache, &cfg, nil); err != nil {
+			return fmt.Errorf("TAS controller %s: %w", failed, err)
+		}
 	}
 	dc, err := discovery.NewDiscoveryClientForConfig(kubeConfig)
 	if err != nil {

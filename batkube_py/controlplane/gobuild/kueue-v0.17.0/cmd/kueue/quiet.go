@@ -38,6 +38,10 @@ import (
 
 const admissionGate = "kueue.x-k8s.io/admission"
 
+// TAS: the gate Kueue's admission leaves on a pod with a topology assignment, for the topology ungater,
+// which takes the pod's event after a 1-s wall-clock batch (constants.UpdatesBatchPeriod).
+const topologyGate = "kueue.x-k8s.io/topology"
+
 type quiet struct {
 	inflight atomic.Int64
 	writes   atomic.Int64
@@ -47,6 +51,7 @@ type quiet struct {
 	seen     map[string]int64 // object key -> the last resourceVersion delivered
 	lastPod  int64            // the last pod resourceVersion delivered
 	ungated  []string         // pods whose admission gate Kueue removed, in the order their informer saw it
+	topology map[string]bool  // admitted pods still waiting for the topology ungater (TAS)
 	deleted  []string         // pods (namespace/name) Kueue deleted (preemption, eviction), in call order
 	counters []*handlerCount
 
@@ -63,7 +68,8 @@ type handlerCount struct {
 }
 
 func newQuiet() *quiet {
-	return &quiet{want: map[string]int64{}, seen: map[string]int64{}, gc: make(chan *corev1.Pod, 1<<16)}
+	return &quiet{want: map[string]int64{}, seen: map[string]int64{}, topology: map[string]bool{},
+		gc: make(chan *corev1.Pod, 1<<16)}
 }
 
 func rv(obj any) int64 {
@@ -212,16 +218,25 @@ func (q *quiet) observe(old, obj any, deleted bool) {
 		if before, ok := old.(*corev1.Pod); ok && gated(before) && !gated(pod) {
 			q.ungated = append(q.ungated, pod.Namespace+"/"+pod.Name)
 		}
+		if !deleted && !gated(pod) && hasGate(pod, topologyGate) {
+			q.topology[k] = true
+		} else {
+			delete(q.topology, k)
+		}
 	}
 }
 
-func gated(p *corev1.Pod) bool {
+func hasGate(p *corev1.Pod, name string) bool {
 	for _, g := range p.Spec.SchedulingGates {
-		if g.Name == admissionGate {
+		if g.Name == name {
 			return true
 		}
 	}
 	return false
+}
+
+func gated(p *corev1.Pod) bool {
+	return hasGate(p, admissionGate)
 }
 
 func (q *quiet) handlersCaughtUp() (bool, string) {
@@ -312,7 +327,7 @@ func (q *quiet) controllersQuiet(podsRV int64) (bool, string, gauges) {
 		return false, fmt.Sprintf("%d API writes in flight", n), g
 	}
 	q.mu.Lock()
-	waiting, last := len(q.want), q.lastPod
+	waiting, last, topology := len(q.want), q.lastPod, len(q.topology)
 	example := ""
 	for k, v := range q.want {
 		example = fmt.Sprintf("%s at %d, seen %d", k, v, q.seen[k])
@@ -336,6 +351,9 @@ func (q *quiet) controllersQuiet(podsRV int64) (bool, string, gauges) {
 	}
 	if n := q.gcPending.Load(); n > 0 {
 		return false, fmt.Sprintf("%d deleted pods' Workloads to collect", n), g
+	}
+	if topology > 0 {
+		return false, fmt.Sprintf("%d admitted pods waiting for the topology ungater", topology), g
 	}
 	return true, "", g
 }
