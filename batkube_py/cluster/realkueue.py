@@ -265,14 +265,18 @@ class KueueCluster(QueueCluster):
                 continue
             if selector := a.get("node_selector"):
                 self._shadow_selector(name, selector)
-            self._lift(name, now, _HELD - {RELEASE_GATE}, written=False)
-            self._lift(name, now, {RELEASE_GATE})
+            self._release(name, now)
 
     def ungate_pod(self, name: str, now: float) -> None:
         """The adapter's own gate lifted (gatedUntil): only that one, as its controller would; a pod
         Kueue has not admitted yet keeps Kueue's gates and batkube's (lifting them all would hand it to
         kube-scheduler unadmitted, and Kueue would stop it)."""
         self._lift(name, now, self._gates.get(name, set()) - _HELD)
+
+    def _release(self, name: str, now: float) -> None:
+        """Kueue admitted the pod (its gates are gone): batkube's release gate goes too."""
+        self._lift(name, now, _HELD - {RELEASE_GATE}, written=False)
+        self._lift(name, now, {RELEASE_GATE})
 
     def _lift(self, name: str, now: float, gates: set[str], written: bool = True) -> None:
         """`gates` off the pod (`written`: by batkube, else Kueue has removed them); the last one's
