@@ -79,9 +79,9 @@ def kueue(monkeypatch):
     require_kueue()
 
 
-def run_both(tmp: Path, name: str) -> tuple[dict, dict, dict, dict]:
+def run_both(tmp: Path, name: str, cases: dict[str, tuple[Case, list[dict]]] = GANG_CASES):
     """The case on the real backend and on the twins: each run's jobs (jobs()) and summary."""
-    case, docs = GANG_CASES[name]
+    case, docs = cases[name]
     platform, workload, _, _ = case.write(tmp / "in")
     queues = write(tmp / "in", docs)
     (tmp / "in" / "serial.yaml").write_text(SERIAL)

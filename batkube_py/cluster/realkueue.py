@@ -34,6 +34,7 @@ from batkube_py.kueue.cache.snapshot import flavor_of
 log = logging.getLogger(__name__)
 
 RELEASE_GATE = "batkube.io/release"
+_HELD = {kq.ADMISSION_GATE, kq.TOPOLOGY_GATE, RELEASE_GATE}  # the gates a pod has until Kueue admits it
 MAX_ROUNDS = 20  # Kueue settles in one step: preemption rounds before the step is declared stuck
 _UIDS = re.compile(r" \(UID: [^)]*\)")  # Kueue names the preemptor's random UIDs in its message
 
@@ -91,6 +92,7 @@ class KueueCluster(QueueCluster):
         self._pods_rv = 0
         self._managed: dict[str, tuple[int, int]] = {}  # Kueue-managed pods pending admission: their order
         self._seq = 0
+        self._gates: dict[str, set[str]] = {}  # a managed pod → its gates, until the last one goes
         self._group_order: dict[str, int] = {}  # Kueue pod group → its members' FIFO label
         self._kgroups: dict[str, set[str]] = {}  # Kueue pod group → its members that exist
         self._kgroup_of: dict[str, str] = {}
@@ -158,6 +160,7 @@ class KueueCluster(QueueCluster):
         )
         self._seq += 1
         self._managed[pod.metadata.name] = (order, self._seq)
+        self._gates[pod.metadata.name] = {g.name for g in gates}
         super().add_pod(pod, job_id, now)
 
     def set_nodes_schedulable(self, nodes: list[str], schedulable: bool, now: float) -> None:
@@ -188,6 +191,7 @@ class KueueCluster(QueueCluster):
             if held and kq.FINALIZER in (self.specs[name].metadata.finalizers or []):
                 self._finishing.add(name)
             self._managed.pop(name, None)
+            self._gates.pop(name, None)
             self._left_group(name)
             phase = phase or ("Succeeded" if name in self.node_of else "Failed")
             self._drain()
@@ -283,7 +287,42 @@ class KueueCluster(QueueCluster):
             if name in stopped:
                 continue
             self._shadow_admitted(name, flavors, a.get("node_selector") or {})
-            self.ungate_pod(name, now)
+            self._release(name, now)
+
+    def ungate_pod(self, name: str, now: float) -> None:
+        """The adapter's own gate lifted (gatedUntil): only that one, as its controller would; a pod
+        Kueue has not admitted yet keeps Kueue's gates and batkube's (lifting them all would hand it to
+        kube-scheduler unadmitted, and Kueue would stop it)."""
+        self._lift(name, now, self._gates.get(name, set()) - _HELD)
+
+    def _release(self, name: str, now: float) -> None:
+        """Kueue admitted the pod (its gates are gone): batkube's release gate goes too."""
+        self._lift(name, now, _HELD - {RELEASE_GATE}, written=False)
+        self._lift(name, now, {RELEASE_GATE})
+
+    def _lift(self, name: str, now: float, gates: set[str], written: bool = True) -> None:
+        """`gates` off the pod (`written`: by batkube, else Kueue has removed them); the last one's
+        removal is QueueCluster's ungate. One that leaves gates is a plain update to kube-scheduler
+        (Pod/Update: the pod stays gated, its queue timestamp kept)."""
+        left = self._gates.get(name)
+        if left is None or not left - gates:
+            self._gates.pop(name, None)
+            return super().ungate_pod(name, now)
+        left -= gates
+        if (info := self.shadow.pods.get(name)) is not None:
+            spec = info.pod.spec
+            spec.scheduling_gates = [g for g in spec.scheduling_gates or [] if g.name in left]
+        if not written or not gates or not self._begin(now):
+            return
+        self._drain()  # the pod's create (in the background) is acknowledged first
+        path = f"/api/v1/namespaces/{self.namespace}/pods/{name}"
+        body = json.dumps({"spec": {"schedulingGates": [{"$patch": "delete", "name": g} for g in gates]}})
+        try:
+            out = self.calls(f"lift gates {sorted(gates)} of pod {name}", self.http.request, "PATCH", path,
+                             body.encode(), "application/strategic-merge-patch+json")  # fmt: skip
+        except BackendError as exc:
+            return self._break(str(exc))
+        self._note(out)
 
     def _stopped(self, name: str, now: float) -> bool:
         """A pod Kueue stopped (it deleted it). A running one is killed in Batsim first: the kubelet
