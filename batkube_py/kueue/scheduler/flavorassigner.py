@@ -18,6 +18,7 @@ from batkube_py.kueue.cache import resource_node as rn
 from batkube_py.kueue.cache.snapshot import ClusterQueueSpec, Flavor, ResourceGroup, Snapshot
 from batkube_py.kueue.scheduler import preemption
 from batkube_py.kueue.workload import Workload
+from batkube_py.quantities import kueue_text
 from batkube_py.scheduler.plugins.helpers import DO_NOT_SCHEDULE_EFFECTS, first_untolerated
 
 # FlavorAssignmentMode (representative) and the finer preemptionMode, worst first
@@ -25,6 +26,9 @@ NO_FIT, PREEMPT, FIT = 0, 1, 3
 P_NO_FIT, P_NO_CANDIDATES, P_PREEMPT, P_RECLAIM, P_FIT = range(5)
 _ORACLE = {"NoCandidates": P_NO_CANDIDATES, "Preempt": P_PREEMPT, "Reclaim": P_RECLAIM}
 WORST, BEST = (P_NO_FIT, 1 << 30), (P_FIT, 0)
+# how Kueue's "Flavors considered" names a flavor's representative mode (its PreemptionPossibility if any)
+MODE_NAMES = {P_NO_FIT: "NoFit", P_NO_CANDIDATES: "NoCandidates", P_PREEMPT: "Preempt", P_RECLAIM: "Reclaim",
+              P_FIT: "Fit"}  # fmt: skip
 
 
 @dataclass
@@ -35,6 +39,8 @@ class Assignment:
     reasons: list[str] = field(default_factory=list)
     last_tried: dict[str, int] = field(default_factory=dict)
     usage: dict[rn.FR, int] = field(default_factory=dict)
+    # FlavorAssignmentAttempts: each flavor tried, as (flavor, mode, borrowing level, its reasons)
+    considered: list[tuple[str, str, int, tuple[str, ...]]] = field(default_factory=list)
 
     failed: bool = False  # a resource group found no flavor (or a resource has none)
 
@@ -143,21 +149,24 @@ class FlavorAssigner:
                 if requests[res] == 0:
                     continue
                 return Assignment(reasons=[f"resource {res} unavailable in ClusterQueue"], failed=True)
-            flavors, reasons, tried = self._find(
+            flavors, reasons, tried, considered = self._find(
                 group, {r: requests[r] for r in group.covered if r in requests}
             )
             out.reasons += reasons
+            out.considered += considered
             if not flavors:
-                return Assignment(reasons=out.reasons, failed=True)
+                return Assignment(reasons=out.reasons, failed=True, considered=out.considered)
             out.flavors.update(flavors)
             out.last_tried.update({r: tried for r in flavors})
         for res, (flavor, _, _) in out.flavors.items():
             out.usage[(flavor, res)] = out.usage.get((flavor, res), 0) + requests[res]
         return out
 
-    def _find(self, group: ResourceGroup, requests: dict[str, int]) -> tuple[dict, list[str], int]:
-        """findFlavorForPodSets: (resource → (flavor, mode, borrow), reasons, LastTriedFlavorIdx)."""
+    def _find(self, group: ResourceGroup, requests: dict[str, int]) -> tuple[dict, list[str], int, list]:
+        """findFlavorForPodSets: (resource → (flavor, mode, borrow), reasons, LastTriedFlavorIdx, the
+        flavors considered)."""
         reasons: list[str] = []
+        considered: list[tuple[str, str, int, tuple[str, ...]]] = []
         best: dict = {}
         best_mode = WORST
         preference = self.spec.fungibility.preference
@@ -170,8 +179,10 @@ class FlavorAssigner:
                 why := flavor_problem(self.wl.template, self.snap.flavors.get(name), group, name)
             ) is not None:
                 reasons.append(why)
+                considered.append((name, "NoFit", 0, (why,)))
                 continue
             assignments = {}
+            first = len(reasons)
             rep = BEST
             for res, val in requests.items():
                 pmode, borrow, why = self._fits_quota((name, res), val)
@@ -182,13 +193,14 @@ class FlavorAssigner:
                 if rep[0] == P_NO_FIT:
                     continue
                 assignments[res] = (name, FIT if pmode == P_FIT else PREEMPT, borrow)
+            considered.append((name, MODE_NAMES[rep[0]], rep[1], tuple(sorted(reasons[first:]))))
             if not should_try_next(rep, self.spec):
                 best, best_mode = assignments, rep
                 break
             if is_preferred(rep, best_mode, preference):
                 best, best_mode = assignments, rep
         tried = -1 if attempted == len(group.flavors) - 1 else attempted
-        return best, ([] if best_mode[0] == P_FIT else reasons), tried
+        return best, ([] if best_mode[0] == P_FIT else reasons), tried, considered
 
     def _fits_quota(self, fr: rn.FR, val: int) -> tuple[int, int, str]:
         """fitsResourceQuota: (preemption mode, borrowing level, reason if it does not fit now)."""
@@ -199,12 +211,15 @@ class FlavorAssigner:
             return (
                 P_NO_FIT,
                 0,
-                f"insufficient quota for {res} in flavor {flavor}, {val} > maximum capacity ({cap})",
+                f"insufficient quota for {res} in flavor {flavor}, previously considered podsets requests "
+                f"(0) + current podset request ({kueue_text(res, val)}) > maximum capacity "
+                f"({kueue_text(res, cap)})",
             )
         borrow, may_reclaim = rn.lowest_subtree_that_fits(self.node, fr, val)
         if val <= avail:
             return P_FIT, borrow, ""
-        why = f"insufficient unused quota for {res} in flavor {flavor}, {val - avail} more needed"
+        short = kueue_text(res, val - avail)
+        why = f"insufficient unused quota for {res} in flavor {flavor}, {short} more needed"
         bwc = self.spec.preemption.borrow_within_cohort.policy != "Never"
         if self.node.quotas[fr].nominal >= val or may_reclaim or bwc:
             possibility, borrow_after = preemption.simulate(self.snap, self.wl, fr, val)
