@@ -53,6 +53,17 @@ def attempts_table(ex: Explanation, plain: bool) -> Table:
     return table
 
 
+def admission_table(ex: Explanation, plain: bool) -> Table:
+    """Kueue's steps: when, which workload (a resubmitted job is a new one), what, in Kueue's words."""
+    table = _table(plain, "time (s)", "workload", "event", "what Kueue decided and why")
+    for st in ex.admission:
+        span = st.until is not None and st.until != st.time
+        when = seconds(st.time) + (f"–{seconds(st.until)}" if span else "")
+        style = {"admitted": "green", "evicted": "red"}.get(st.event, "")
+        table.add_row(when, st.workload, Text(st.event, style=style), st.text)
+    return table
+
+
 def rejections_table(a: Attempt, plain: bool) -> Table:
     """plugin → reason → how many nodes, with a few of their names (older records: reasons only)."""
     table = _table(plain, "filter plugin", "reason", "nodes", "e.g.")
@@ -139,6 +150,8 @@ def renderables(ex: Explanation, plain: bool) -> list[RenderableType]:
                 + (f"; {f['reason']}" if f.get("reason") else "")
             )
         )
+    if ex.admission:
+        out += _titled(f"admission by Kueue ({ex.admission_source})", admission_table(ex, plain))
     if not ex.attempts:
         return out
     out += _titled(f"attempts ({len(ex.attempts)})", attempts_table(ex, plain))

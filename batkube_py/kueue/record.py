@@ -205,6 +205,7 @@ class AdmissionRecorder:
                     row[key] = kueue_text(res, limit)
             if node.parent is not None:
                 row["cohort"] = node.parent.name
+                row["cohort_available"] = kueue_text(res, max(0, rn.available(node.parent, fr)))
             out.append(row)
         return out
 
