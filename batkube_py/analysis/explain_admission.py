@@ -140,17 +140,26 @@ def attempt_text(line: AdmissionLine) -> str:
 
 
 def _blocked_by(heads: list[AdmissionLine], start: float, end: float) -> list[AdmissionStep]:
-    """The StrictFIFO heads that failed while this workload waited behind them, each with its span."""
-    spans: dict[str, list] = {}
+    """The StrictFIFO heads that failed while this workload waited behind them (from `start`, its
+    submission, to `end`, its first attempt), each with the span it blocked it."""
+    first: dict[str, AdmissionLine] = {}
+    admitted: dict[str, float] = {}
     for h in heads:
-        if start <= h.time <= end and h.outcome != "Admitted" and h.workload not in spans:
-            spans[h.workload] = [h, end]
-        elif h.outcome == "Admitted" and h.workload in spans:
-            spans[h.workload][1] = h.time
-    return [AdmissionStep(time=h.time, until=until, workload=h.workload, event="behind head",
-                          text=f"waited behind the head {h.workload} (StrictFIFO: a head that cannot be "
-                               f"admitted keeps its place and blocks its ClusterQueue): {h.message}")
-            for h, until in spans.values()]  # fmt: skip
+        if h.outcome == "Admitted":
+            admitted.setdefault(h.workload, h.time)
+        elif h.time < end:
+            first.setdefault(h.workload, h)
+    steps = []
+    for name, h in first.items():
+        until = min(admitted.get(name, end), end)
+        if until > start:
+            text = (f"waited behind the head {name} (StrictFIFO: a head that cannot be admitted keeps its "
+                    f"place and blocks its ClusterQueue): {h.message}")  # fmt: skip
+            step = AdmissionStep(
+                time=max(h.time, start), until=until, workload=name, event="behind head", text=text
+            )
+            steps.append(step)
+    return steps
 
 
 def twin_story(name: str, own: list[AdmissionLine], heads: list[AdmissionLine]) -> list[AdmissionStep]:

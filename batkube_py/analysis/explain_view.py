@@ -53,15 +53,17 @@ def attempts_table(ex: Explanation, plain: bool) -> Table:
     return table
 
 
-def admission_table(ex: Explanation, plain: bool) -> Table:
-    """Kueue's steps: when, which workload (a resubmitted job is a new one), what, in Kueue's words."""
-    table = _table(plain, "time (s)", "workload", "event", "what Kueue decided and why")
+def admission_lines(ex: Explanation) -> list[Text]:
+    """Kueue's steps, one line each (Kueue's messages are long: a table would wrap them): when, which
+    workload (a resubmitted job is a new one), what, in Kueue's words."""
+    out = []
     for st in ex.admission:
         span = st.until is not None and st.until != st.time
-        when = seconds(st.time) + (f"–{seconds(st.until)}" if span else "")
-        style = {"admitted": "green", "evicted": "red"}.get(st.event, "")
-        table.add_row(when, st.workload, Text(st.event, style=style), st.text)
-    return table
+        line = Text(f"{seconds(st.time)}{f'–{seconds(st.until)}' if span else ''} s  {st.workload}  ")
+        line.append(st.event, style={"admitted": "green", "evicted": "red"}.get(st.event, "bold"))
+        line.append(f"  {st.text}")
+        out.append(line)
+    return out
 
 
 def rejections_table(a: Attempt, plain: bool) -> Table:
@@ -151,7 +153,8 @@ def renderables(ex: Explanation, plain: bool) -> list[RenderableType]:
             )
         )
     if ex.admission:
-        out += _titled(f"admission by Kueue ({ex.admission_source})", admission_table(ex, plain))
+        out += [Text(""), Text(f"admission by Kueue ({ex.admission_source})", style="bold")]
+        out += admission_lines(ex)
     if not ex.attempts:
         return out
     out += _titled(f"attempts ({len(ex.attempts)})", attempts_table(ex, plain))
