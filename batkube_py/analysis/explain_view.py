@@ -200,6 +200,11 @@ def explain(run_dir: Path, pod: str, as_json: bool) -> None:
     RUN is a run directory made with `batkube run ... --record-decisions` (it reads RUN/decisions.jsonl,
     and pods.csv for the pod's final state). POD is a pod name (w0-17) or a Batsim job id (w0!17, or 17
     when only one workload has it).
+
+    With --queues, the job's admission by Kueue comes first: its position in its ClusterQueue, each
+    attempt in Kueue's words (flavors considered, the quota short and by how much, the head it waited
+    behind, the victims), its evictions and resubmissions (RUN/admissions.jsonl of the Kueue twin; with
+    the real Kueue, what pods.csv and queues.csv hold).
     """
     try:
         ex = explain_pod(run_dir, pod)
