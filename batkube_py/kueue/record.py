@@ -109,6 +109,7 @@ class AdmissionRecorder:
         """Before the twin requeues the cohort tree's inadmissible workloads: they are woken by this."""
         self._flush(wl.name)
         self._unqueue(wl)
+        self._woken.pop(wl.name, None)
         if wl.evicted:
             cause = f"{wl.name} was evicted from ClusterQueue {wl.cluster_queue}, freeing its quota"
         elif wl.usage is not None:
