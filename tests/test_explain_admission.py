@@ -118,17 +118,18 @@ def test_preemption_names_the_victims_and_the_victim_is_told_who_preempted_it(tm
 
 
 def test_borrowing_from_the_cohort_is_told_with_the_quota_it_borrowed(tmp_path):
-    # a and b in cohort co, 2 cpu each; a job asking 3 in a fits only by borrowing 1 of b's (level 1)
-    docs = [flavor("f"), cohort("co"), cq("a", {"f": {"cpu": 2}}, "co"), cq("b", {"f": {"cpu": 2}}, "co"),
-            lq("a", "a"), lq("b", "b")]  # fmt: skip
+    # a and b in cohort co, 2 cpu each, a may borrow 1: a job asking 3 in a fits only by borrowing 1 of
+    # b's (level 1); a may use 2 + 1 = 3 of the cohort's 4
+    a = cq("a", {"f": {"cpu": {"nominalQuota": 2, "borrowingLimit": 1}}}, "co")
+    docs = [flavor("f"), cohort("co"), a, cq("b", {"f": {"cpu": 2}}, "co"), lq("a", "a"), lq("b", "b")]
     jobs = [{"id": "big", "subtime": 0, "res": 1, "profile": "three", "queue": "a"}]
     out = run(tmp_path, docs, jobs, {"three": delay(10, "3")})
     text = explain(out, "w0!big")
     assert ("Quota reserved in ClusterQueue a, wait time since queued was 0s; Flavors considered: main: "
             "f(Fit;borrow=1)") in text  # fmt: skip
     assert "flavor f for cpu, borrowing (level 1)" in text
-    assert ("borrowed: cpu in flavor f: requested 3, nominal 2, in use 0, available 4 (cohort co has 4 "
-            "left)") in text  # fmt: skip
+    assert ("borrowed: cpu in flavor f: requested 3, nominal 2, in use 0, available 3 (borrowing limit 1, "
+            "cohort co has 4 left)") in text  # fmt: skip
 
 
 def test_without_the_twins_record_explain_tells_what_pods_csv_and_queues_csv_keep(tmp_path):
