@@ -3,13 +3,15 @@
 
 The whole NASA iPSC/860 trace with its node counts (18,066 jobs, 13,156 of them pod groups) on 128
 one-core nodes, its 69 users as LocalQueues and its two groups as ClusterQueues in one cohort, as
-experiments/queues.yaml's `besteffort` variant; the embedded twins of kube-scheduler 1.37.2 and Kueue
-v0.17.0 against the Batsim 4.2.1 double. Each variant runs in this process, one after the other:
+experiments/queues.yaml's `besteffort` variant (`--strategy StrictFIFO`: its `strict` one); the embedded
+twins of kube-scheduler 1.37.2 and Kueue v0.17.0 against the Batsim 4.2.1 double. Each variant runs in
+this process, one after the other:
 `plain` (--queues), `admissions` (--queues with the admission recorder attached, without decisions.jsonl,
 so that only the admission record is measured). Prints the adapter's CPU and wall seconds (summary.json)
 and the record's size.
 
-    python benchmarks/admissions_overhead.py [--trace NASA.swf] [--variant plain|admissions ...] [--keep DIR]
+    python benchmarks/admissions_overhead.py [--trace NASA.swf] [--variant plain|admissions ...]
+        [--strategy BestEffortFIFO|StrictFIFO] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -28,14 +30,14 @@ from batkube_py.kueue.record import ADMISSIONS_FILE, AdmissionRecorder
 from batkube_py.runs.run import RunConfig, embedded_factory, preflight, run
 
 
-def inputs(trace: Path, into: Path) -> tuple[Path, Path, Path]:
-    platform, workload, queues = into / "nodes.xml", into / "nasa.json", into / "besteffort.queues.yaml"
+def inputs(trace: Path, into: Path, strategy: str) -> tuple[Path, Path, Path]:
+    platform, workload, queues = into / "nodes.xml", into / "nasa.json", into / f"{strategy}.queues.yaml"
     subprocess.run([*BATKUBE, "platform", "--nodes", "128", "--cores", "1", "-o", str(platform)], cwd=ROOT,
                    check=True, capture_output=True)  # fmt: skip
     swf_tools = [sys.executable, "-c", "from swf_tools.cli import main; main()"]
     subprocess.run([*swf_tools, "convert", str(trace), "--cores-per-node", "1",
                     "--queue-from", "user", "--cluster-queue-from", "group", "--quota-cores", "128",
-                    "--queueing-strategy", "BestEffortFIFO", "-o", str(workload),
+                    "--queueing-strategy", strategy, "-o", str(workload),
                     "--queues-out", str(queues)],
                    cwd=ROOT, check=True, capture_output=True)  # fmt: skip
     return platform, workload, queues
@@ -68,6 +70,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trace", type=Path, default=TRACE)
     ap.add_argument("--variant", action="append", choices=["plain", "admissions"])
+    ap.add_argument("--strategy", choices=["BestEffortFIFO", "StrictFIFO"], default="BestEffortFIFO")
     ap.add_argument("--keep", type=Path, help="run directories here (default: a temporary directory)")
     args = ap.parse_args()
     if not args.trace.exists():
@@ -75,9 +78,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         into = args.keep or Path(tmp)
         into.mkdir(parents=True, exist_ok=True)
-        platform, workload, queues = inputs(args.trace, into)
+        platform, workload, queues = inputs(args.trace, into, args.strategy)
         for variant in args.variant or ["plain", "admissions"]:
-            one(variant, platform, workload, queues, into / variant)
+            one(variant, platform, workload, queues, into / f"{variant}-{args.strategy}")
 
 
 if __name__ == "__main__":
