@@ -77,6 +77,23 @@ def format_milli_cpu(milli: int) -> str:
     return str(milli // 1000) if milli % 1000 == 0 else f"{milli}m"
 
 
+def kueue_text(resource: str, value: int) -> str:
+    """A quantity as Kueue's messages print it (resources.ResourceQuantityString): milli-cores for cpu,
+    the canonical binary form for memory when exact (else decimal), a plain count for the rest."""
+    if resource == "cpu":
+        return format_milli_cpu(value)
+    if resource in ("memory", "ephemeral-storage") or resource.startswith("hugepages-"):
+        for unit, size in (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20),
+                           ("Ki", 2**10)):  # fmt: skip
+            if value and value % size == 0:
+                return f"{value // size}{unit}"
+        for unit, size in (("E", 10**18), ("P", 10**15), ("T", 10**12), ("G", 10**9), ("M", 10**6),
+                           ("k", 10**3)):  # fmt: skip
+            if value and value % size == 0:
+                return f"{value // size}{unit}"
+    return str(value)
+
+
 def format_bytes(n: float) -> str:
     """Memory as people write it (6Gi, 512Mi, 1.5Gi), for messages: raw byte counts are unreadable."""
     for unit, size in (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):

@@ -92,7 +92,7 @@ def test_borrowing_limit_caps_what_a_queue_takes_from_its_cohort(tmp_path):
     d.submit("a1", "a", 6)  # 4 + at most 1
     d.submit("a2", "a", 5, t=1)
     assert d.run() == (["a2"], [])
-    assert "maximum capacity (5000)" in d.twin.workloads["a1"].message
+    assert "current podset request (6) > maximum capacity (5)" in d.twin.workloads["a1"].message
 
 
 def test_lending_limit_keeps_part_of_a_queue_to_itself(tmp_path):

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
+from batkube_py.analysis.explain_admission import AdmissionStep, admission_story
 from batkube_py.analysis.loading import DECISIONS_FILE, PODS_FILE, REJECTED_FILE, AnalysisError
 
 
@@ -65,6 +66,8 @@ class Explanation(BaseModel):
     attempts: list[Attempt]
     group: list[str] = []  # a pod group's pods, in executor order
     overtaken: list[str] = []  # why pods submitted after it were bound before it, one line each
+    admission: list[AdmissionStep] = []  # Kueue's part (--queues), before the scheduling attempts
+    admission_source: str = ""  # the files it was read from
 
     @property
     def bound(self) -> Attempt | None:
@@ -249,14 +252,17 @@ def group_verdict(attempts: list[Attempt], tail: str) -> str:
 def explain_pod(run_dir: Path, query: str) -> Explanation:
     """Raises AnalysisError (one line) when the run has no decision record or does not know the pod."""
     path = run_dir / DECISIONS_FILE
-    if not path.exists():
+    rows = _csv_rows(run_dir / PODS_FILE)
+    final, group = _job_row(rows, query)
+    if path.exists():
+        attempts = read_attempts(path, query)
+    elif final is not None and final.get("cluster_queue"):
+        attempts = []  # a run with Kueue but no scheduling record (the real kube-scheduler): admission only
+    else:
         raise AnalysisError(
             f"{run_dir}: no {DECISIONS_FILE}; rerun with `batkube run ... --record-decisions` to record "
             "why each pod went where"
         )
-    attempts = read_attempts(path, query)
-    rows = _csv_rows(run_dir / PODS_FILE)
-    final, group = _job_row(rows, query)
     if not attempts and final is None:
         rejected = _csv_row(run_dir / REJECTED_FILE, query)
         if rejected is not None:
@@ -267,6 +273,7 @@ def explain_pod(run_dir: Path, query: str) -> Explanation:
             f"{path}: no pod or job {query!r} (give a pod name such as w0-1 or a Batsim job id such as w0!1)"
         )
     first = attempts[0] if attempts else None
+    story, source = admission_story(run_dir, final)
     return Explanation(
         run=str(run_dir),
         pod=(first.group or first.pod) if first else (final or {}).get("pod", query),
@@ -277,4 +284,6 @@ def explain_pod(run_dir: Path, query: str) -> Explanation:
         attempts=attempts,
         group=group,
         overtaken=overtaken(rows, final, attempts),
+        admission=story,
+        admission_source=source,
     )

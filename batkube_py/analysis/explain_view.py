@@ -53,6 +53,19 @@ def attempts_table(ex: Explanation, plain: bool) -> Table:
     return table
 
 
+def admission_lines(ex: Explanation) -> list[Text]:
+    """Kueue's steps, one line each (Kueue's messages are long: a table would wrap them): when, which
+    workload (a resubmitted job is a new one), what, in Kueue's words."""
+    out = []
+    for st in ex.admission:
+        span = st.until is not None and st.until != st.time
+        line = Text(f"{seconds(st.time)}{f'–{seconds(st.until)}' if span else ''} s  {st.workload}  ")
+        line.append(st.event, style={"admitted": "green", "evicted": "red"}.get(st.event, "bold"))
+        line.append(f"  {st.text}")
+        out.append(line)
+    return out
+
+
 def rejections_table(a: Attempt, plain: bool) -> Table:
     """plugin → reason → how many nodes, with a few of their names (older records: reasons only)."""
     table = _table(plain, "filter plugin", "reason", "nodes", "e.g.")
@@ -139,6 +152,9 @@ def renderables(ex: Explanation, plain: bool) -> list[RenderableType]:
                 + (f"; {f['reason']}" if f.get("reason") else "")
             )
         )
+    if ex.admission:
+        out += [Text(""), Text(f"admission by Kueue ({ex.admission_source})", style="bold")]
+        out += admission_lines(ex)
     if not ex.attempts:
         return out
     out += _titled(f"attempts ({len(ex.attempts)})", attempts_table(ex, plain))
@@ -184,6 +200,11 @@ def explain(run_dir: Path, pod: str, as_json: bool) -> None:
     RUN is a run directory made with `batkube run ... --record-decisions` (it reads RUN/decisions.jsonl,
     and pods.csv for the pod's final state). POD is a pod name (w0-17) or a Batsim job id (w0!17, or 17
     when only one workload has it).
+
+    With --queues, the job's admission by Kueue comes first: its position in its ClusterQueue, each
+    attempt in Kueue's words (flavors considered, the quota short and by how much, the head it waited
+    behind, the victims), its evictions and resubmissions (RUN/admissions.jsonl of the Kueue twin; with
+    the real Kueue, what pods.csv and queues.csv hold).
     """
     try:
         ex = explain_pod(run_dir, pod)

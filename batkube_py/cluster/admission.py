@@ -216,6 +216,11 @@ class KueueAdmission:
     def pending(self) -> int:
         return self.inner.pending()
 
+    def close(self, interrupted: bool = False) -> None:
+        if self.twin.observer is not None:  # admissions.jsonl (kueue/record.py)
+            self.twin.observer.close()
+        self.inner.close(interrupted)
+
     def report(self) -> dict:
         return {
             **self.inner.report(),

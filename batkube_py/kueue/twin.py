@@ -37,6 +37,7 @@ class KueueTwin:
         self.scheduler = Scheduler(self.cache, self.queues)
         self.workloads: dict[str, Workload] = {}
         self.cycles = 0
+        self.observer = None  # kueue/record.py's AdmissionRecorder: the only hooks are in this class
 
     def priority(self, priority_class: str | None, pod_priority: int) -> int:
         """ExtractPriority: the WorkloadPriorityClass's value, else the pod's priority."""
@@ -47,11 +48,15 @@ class KueueTwin:
     def submit(self, wl: Workload) -> None:
         self.workloads[wl.name] = wl
         self.queues.add(wl)
+        if self.observer is not None:
+            self.observer.submitted(wl)
 
     def finish(self, wl: Workload) -> None:
         """The workload's pods are gone: it frees its quota, or leaves its queue; either way the cohort
         tree's inadmissible workloads are retried (the Workload controller's delete and finish handlers
         both call QueueAssociatedInadmissibleWorkloadsAfter)."""
+        if self.observer is not None:
+            self.observer.finished(wl)
         self.workloads.pop(wl.name, None)
         self.cache.release(wl)
         self.queues.delete(wl)
@@ -63,9 +68,12 @@ class KueueTwin:
         for _ in range(MAX_CYCLES):
             if not self.queues.has_heads():
                 break
+            before = self.cache.snapshot() if self.observer is not None else None
             result = self.scheduler.schedule(now)
             self.cycles += 1
             out.cycles += 1
+            if self.observer is not None:
+                self.observer.cycle(now, result, before)
             out.admitted += result.admitted
             out.preempted += result.preempted
             walking = any(e.wl.pending_flavors() and e.status != "assumed" for e in result.entries)

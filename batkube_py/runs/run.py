@@ -30,6 +30,7 @@ from batkube_py.cluster.admission import KueueAdmission
 from batkube_py.cluster.embedded import EmbeddedCluster
 from batkube_py.inputs import topology
 from batkube_py.inputs.queues import QueuesConfig, QueuesError, load_queues
+from batkube_py.kueue.record import ADMISSIONS_FILE, AdmissionRecorder
 from batkube_py.protocol.codec import ProtocolError
 from batkube_py.protocol.reply import ReplyRuleError
 from batkube_py.runs import RunError
@@ -110,7 +111,10 @@ def embedded_factory(
         if queues is None:
             return cluster
         log.info("jobs are admitted by batkube's twin of Kueue v0.17.0 (--queues %s)", queues.path)
-        return KueueAdmission(cluster, queues)
+        admission = KueueAdmission(cluster, queues)
+        if record:  # the twin's admission reasoning, beside the scheduling decisions
+            AdmissionRecorder(record.with_name(ADMISSIONS_FILE), admission.twin)
+        return admission
 
     return make
 

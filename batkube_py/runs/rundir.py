@@ -18,8 +18,8 @@ from pathlib import Path
 LOCK = ".batkube.lock"
 # What a run (ours or Batsim's, `-e OUT/out`) leaves in its directory; experiment.log is the runner's.
 OUTPUTS = (
-    "summary.json", "pods.csv", "rejected.csv", "nodes.csv", "decisions.jsonl", "batkube.log",
-    "batsim_cmdline.txt", "batsim.stdout", "batsim.stderr", "controlplane", "INCOMPLETE",
+    "summary.json", "pods.csv", "rejected.csv", "nodes.csv", "decisions.jsonl", "admissions.jsonl",
+    "batkube.log", "batsim_cmdline.txt", "batsim.stdout", "batsim.stderr", "controlplane", "INCOMPLETE",
 )  # fmt: skip
 
 

@@ -20,11 +20,15 @@ from batkube_py.kueue.cache.tas import requirement_ok
 from batkube_py.kueue.scheduler import preemption, tas_flavorassigner
 from batkube_py.kueue.scheduler.modes import FIT, NO_FIT, PREEMPT
 from batkube_py.kueue.workload import TASUsage, Workload
+from batkube_py.quantities import kueue_text
 from batkube_py.scheduler.plugins.helpers import DO_NOT_SCHEDULE_EFFECTS, first_untolerated
 
 P_NO_FIT, P_NO_CANDIDATES, P_PREEMPT, P_RECLAIM, P_FIT = range(5)
 _ORACLE = {"NoCandidates": P_NO_CANDIDATES, "Preempt": P_PREEMPT, "Reclaim": P_RECLAIM}
 WORST, BEST = (P_NO_FIT, 1 << 30), (P_FIT, 0)
+# how Kueue's "Flavors considered" names a flavor's representative mode (its PreemptionPossibility if any)
+MODE_NAMES = {P_NO_FIT: "NoFit", P_NO_CANDIDATES: "NoCandidates", P_PREEMPT: "Preempt", P_RECLAIM: "Reclaim",
+              P_FIT: "Fit"}  # fmt: skip
 
 
 @dataclass
@@ -36,6 +40,8 @@ class Assignment:
     last_tried: dict[str, int] = field(default_factory=dict)
     usage: dict[rn.FR, int] = field(default_factory=dict)
     tas: TASUsage | None = None  # the topology placement on its TAS flavor (topologyAssignment)
+    # FlavorAssignmentAttempts: each flavor tried, as (flavor, mode, borrowing level, its reasons)
+    considered: list[tuple[str, str, int, tuple[str, ...]]] = field(default_factory=list)
 
     failed: bool = False  # a resource group found no flavor (or a resource has none)
 
@@ -131,12 +137,13 @@ class FlavorAssigner:
                 if requests[res] == 0:
                     continue
                 return Assignment(reasons=[f"resource {res} unavailable in ClusterQueue"], failed=True)
-            flavors, reasons, tried = self._find(
+            flavors, reasons, tried, considered = self._find(
                 group, {r: requests[r] for r in group.covered if r in requests}
             )
             out.reasons += reasons
+            out.considered += considered
             if not flavors:
-                return Assignment(reasons=out.reasons, failed=True)
+                return Assignment(reasons=out.reasons, failed=True, considered=out.considered)
             out.flavors.update(flavors)
             out.last_tried.update({r: tried for r in flavors})
         for res, (flavor, _, _) in out.flavors.items():
@@ -144,9 +151,11 @@ class FlavorAssigner:
         tas_flavorassigner.place(out, self.wl, self.spec, self.snap)
         return out
 
-    def _find(self, group: ResourceGroup, requests: dict[str, int]) -> tuple[dict, list[str], int]:
-        """findFlavorForPodSets: (resource → (flavor, mode, borrow), reasons, LastTriedFlavorIdx)."""
+    def _find(self, group: ResourceGroup, requests: dict[str, int]) -> tuple[dict, list[str], int, list]:
+        """findFlavorForPodSets: (resource → (flavor, mode, borrow), reasons, LastTriedFlavorIdx, the
+        flavors considered)."""
         reasons: list[str] = []
+        considered: list[tuple[str, str, int, tuple[str, ...]]] = []
         best: dict = {}
         best_mode = WORST
         preference = self.spec.fungibility.preference
@@ -159,8 +168,10 @@ class FlavorAssigner:
             why = flavor and tas_flavorassigner.flavor_problem(self.wl, self.spec, flavor, group, self.snap)
             if (why := why or flavor_problem(self.wl.template, flavor, group, name)) is not None:
                 reasons.append(why)
+                considered.append((name, "NoFit", 0, (why,)))
                 continue
             assignments = {}
+            first = len(reasons)
             rep = BEST
             for res, val in requests.items():
                 pmode, borrow, why = self._fits_quota((name, res), val)
@@ -171,13 +182,14 @@ class FlavorAssigner:
                 if rep[0] == P_NO_FIT:
                     continue
                 assignments[res] = (name, FIT if pmode == P_FIT else PREEMPT, borrow)
+            considered.append((name, MODE_NAMES[rep[0]], rep[1], tuple(sorted(reasons[first:]))))
             if not should_try_next(rep, self.spec):
                 best, best_mode = assignments, rep
                 break
             if is_preferred(rep, best_mode, preference):
                 best, best_mode = assignments, rep
         tried = -1 if attempted == len(group.flavors) - 1 else attempted
-        return best, ([] if best_mode[0] == P_FIT else reasons), tried
+        return best, ([] if best_mode[0] == P_FIT else reasons), tried, considered
 
     def _fits_quota(self, fr: rn.FR, val: int) -> tuple[int, int, str]:
         """fitsResourceQuota: (preemption mode, borrowing level, reason if it does not fit now)."""
@@ -188,12 +200,15 @@ class FlavorAssigner:
             return (
                 P_NO_FIT,
                 0,
-                f"insufficient quota for {res} in flavor {flavor}, {val} > maximum capacity ({cap})",
+                f"insufficient quota for {res} in flavor {flavor}, previously considered podsets requests "
+                f"(0) + current podset request ({kueue_text(res, val)}) > maximum capacity "
+                f"({kueue_text(res, cap)})",
             )
         borrow, may_reclaim = rn.lowest_subtree_that_fits(self.node, fr, val)
         if val <= avail:
             return P_FIT, borrow, ""
-        why = f"insufficient unused quota for {res} in flavor {flavor}, {val - avail} more needed"
+        short = kueue_text(res, val - avail)
+        why = f"insufficient unused quota for {res} in flavor {flavor}, {short} more needed"
         bwc = self.spec.preemption.borrow_within_cohort.policy != "Never"
         if self.node.quotas[fr].nominal >= val or may_reclaim or bwc:
             possibility, borrow_after = preemption.simulate(self.snap, self.wl, fr, val)
