@@ -60,8 +60,8 @@ def test_a_zero_weight_that_borrows_sorts_after_every_weighted_share():
 def two_teams(tmp_path, weight_b, fair=True) -> Driver:
     """a and b with 2 cores each and a lender of 7: 11 cores in the cohort; ten 1-core jobs each, a's
     first."""
-    docs = [flavor("f"), cq("a", {"f": {"cpu": 2}}, "co"),
-            cq("b", {"f": {"cpu": 2}}, "co", **weighted(weight_b)), cq("l", {"f": {"cpu": 7}}, "co")]  # fmt: skip
+    b = cq("b", {"f": {"cpu": 2}}, "co", **weighted(weight_b))
+    docs = [flavor("f"), cq("a", {"f": {"cpu": 2}}, "co"), b, cq("l", {"f": {"cpu": 7}}, "co")]
     d = Driver(config(tmp_path, *docs, *([conf()] if fair else [])))
     for team in "ab":
         for i in range(10):
