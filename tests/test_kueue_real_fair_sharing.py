@@ -104,3 +104,30 @@ def test_a_heavier_queue_above_its_nominal_is_not_preempted(controlplane, tmp_pa
     assert summary["error"] is None and summary["jobs_preempted"] == 0 and summary["jobs_succeeded"] == 9
     assert 1000 <= float(pods(out)["a3"]["admitted_at"]) < 1001
     assert twin(tmp_path / "twin", workload, queues) == kueue_columns(out)
+
+
+def test_the_tournament_compares_cohorts_by_their_weighted_share(controlplane, tmp_path):
+    # A root cohort with child cohorts x (CQ x1) and y (CQs y1, y2), 1 core each, and a lender of 4 at the
+    # root: 7 cores. Six 100-s jobs at 0 (two per CQ) leave one core; at 1 come y1c then x1c. At the root,
+    # x with x1c would borrow 2 of 7 cores (285.7), y with y1c 3 (428.6): x1c is admitted at 1 and y1c at
+    # 100. With y of weight 2 (214.3) it is the other way round.
+    jobs = [*({"id": f"{q}{i}", "subtime": 0, "queue": q} for q in ("y1", "y2", "x1") for i in "ab"),
+            {"id": "y1c", "subtime": 1, "queue": "y1"},
+            {"id": "x1c", "subtime": 1, "queue": "x1"}]  # fmt: skip
+    workload = jobs_file(tmp_path, jobs)
+    for weight_y, first, last in ((1, "x1c", "y1c"), (2, "y1c", "x1c")):
+        queues = write(tmp_path, [
+            flavor("f"), cohort("root"), cohort("x", "root"),
+            cohort("y", "root", fairSharing={"weight": weight_y}),
+            cq("x1", {"f": {"cpu": 1}}, "x"), cq("y1", {"f": {"cpu": 1}}, "y"),
+            cq("y2", {"f": {"cpu": 1}}, "y"),
+            cq("lend", {"f": {"cpu": 4}}, "root"), lq("x1", "x1"), lq("y1", "y1"), lq("y2", "y2"), FAIR,
+        ], name=f"tree-{weight_y}.yaml")  # fmt: skip
+        out = tmp_path / f"real-{weight_y}"
+        code, output, summary = run(controlplane, out, workload, queues)
+        assert code == 0, output
+        assert summary["error"] is None and summary["jobs_succeeded"] == 8
+        p = pods(out)
+        assert all(float(p[f"{q}{i}"]["admitted_at"]) < 1 for q in ("y1", "y2", "x1") for i in "ab")
+        assert 1 <= float(p[first]["admitted_at"]) < 2 and 100 <= float(p[last]["admitted_at"]) < 101
+        assert twin(tmp_path / f"twin-{weight_y}", workload, queues) == kueue_columns(out)
