@@ -66,6 +66,11 @@ def _byte_count(value: str | int | float) -> int:
     return int(b)
 
 
+def as_float(value: object) -> float:
+    """resource.Quantity.AsFloat64Slow, for a fairSharing.weight."""
+    return float(_parse(value))
+
+
 def count(value: object) -> int:
     q = _parse(value)
     if q != q.to_integral_value():

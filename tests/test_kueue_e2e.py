@@ -125,11 +125,13 @@ def test_a_job_naming_no_local_queue_is_rejected_and_without_queues_the_field_is
 
 
 def test_the_twin_refuses_loudly_what_it_does_not_model(tmp_path):
-    conf = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", "fairSharing": {}}
+    conf = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+            "admissionFairSharing": {"usageHalfLifeTime": "10m"}}  # fmt: skip
     queues = write(tmp_path, [flavor("f"), cq("q", {"f": {"cpu": 16}}), lq("default", "q"), conf])
-    code, output, _ = run(tmp_path / "out", SPACED, "--queues", str(queues))
-    assert code != 0 and "fair sharing is not modelled by batkube's Kueue twin" in output
-    assert "Traceback" not in output
+    for backend in ("embedded", "apiserver"):  # refused before any control plane is needed
+        code, output, _ = run(tmp_path / backend, SPACED, "--queues", str(queues), "--backend", backend)
+        assert code != 0 and "field 'admissionFairSharing': admission fair sharing is not run" in output
+        assert "Traceback" not in output
 
 
 def test_a_job_admitted_then_evicted_before_binding_in_one_instant_gets_new_pods(tmp_path):

@@ -41,6 +41,7 @@ def q_with(quota, cohort_name=None):
 
 
 RG = "spec.resourceGroups.0.flavors.0"
+CONF = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration"}
 CASES = [
     (
         [F, {**q(), "spec": {"resourceGroups": []}}],
@@ -81,6 +82,18 @@ CASES = [
         "borrowWithinCohort.policy': expected Never while reclaimWithinCohort is Never",
     ),
     (
+        [F, q(), {**CONF, "fairSharing": {}}],
+        "Configuration: field 'fairSharing.preemptionStrategies': expected a value (Kueue v1beta2 requires",
+    ),
+    (
+        [F, q(), {**CONF, "fairSharing": {"preemptionStrategies": ["LessThanInitialShare"] * 2}}],
+        "field 'fairSharing.preemptionStrategies': expected one of LessThanOrEqualToFinalShare;",
+    ),
+    (
+        [F, q(fairSharing={"weight": "heavy"})],
+        "ClusterQueue/q: field 'spec.fairSharing.weight': expected a non-negative Kubernetes quantity",
+    ),
+    (
         [cohort("a", "b"), cohort("b", "a")],
         "Cohort/a: field 'spec.parentName': expected a cohort tree without cycles (a -> b -> a)",
     ),
@@ -97,11 +110,15 @@ def test_yaml_that_is_not_yaml_is_refused_naming_the_file(tmp_path):
 
 
 def test_what_only_the_twin_lacks_is_loaded_and_refused_by_the_twin(tmp_path):
-    conf = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", "fairSharing": {}}
+    conf = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+            "fairSharing": {"preemptionStrategies": ["LessThanInitialShare"]}}  # fmt: skip
     cfg = load_queues(write(tmp_path, [flavor("f"), cq("q", {"f": {"cpu": 4}}), conf]))
-    assert cfg.fair_sharing is True
-    expected = "Configuration: field 'fairSharing': fair sharing is not modelled by batkube's Kueue twin"
-    assert expected in (cfg.twin_refusal() or "")
+    assert cfg.fair_sharing is True and cfg.twin_refusal() is None
+    assert cfg.configuration.fair_sharing.preemption_strategies == ("LessThanInitialShare",)
+    conf["admissionFairSharing"] = {"usageHalfLifeTime": "10m"}
+    cfg = load_queues(write(tmp_path, [flavor("f"), cq("q", {"f": {"cpu": 4}}), conf]))
+    expected = "Configuration: field 'admissionFairSharing': admission fair sharing is not run by batkube"
+    assert expected in (cfg.twin_refusal() or "") and expected in (cfg.afs_refusal() or "")
     topo = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Topology", "metadata": {"name": "t"},
             "spec": {"levels": [{"nodeLabel": "kubernetes.io/hostname"}]}}  # fmt: skip
     tas = flavor("f", topologyName="t", nodeLabels={"pool": "p"})

@@ -53,7 +53,7 @@ class KueueError(RuntimeError):
     """Kueue could not be installed or started; the message says which step and why."""
 
 
-def configuration(fair_sharing: dict | None = None, admission_fair_sharing: dict | None = None) -> dict:
+def configuration(fair_sharing: dict | None = None) -> dict:
     """Kueue's Configuration for a loopback run: the pod integration, no leader election, no certificates,
     and the queue-order label copied from pods onto their Workloads. KueueProcess.start narrows the
     managed namespaces to the run's own."""
@@ -78,8 +78,6 @@ def configuration(fair_sharing: dict | None = None, admission_fair_sharing: dict
     }
     if fair_sharing is not None:
         cfg["fairSharing"] = fair_sharing
-    if admission_fair_sharing is not None:
-        cfg["admissionFairSharing"] = admission_fair_sharing
     return cfg
 
 

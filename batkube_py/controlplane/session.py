@@ -241,8 +241,11 @@ def kueue_parts(cfg: ApiServerConfig, sync: SyncOptions, kubeconfig: Path, run_d
         )
     queues = load_queues(cfg.queues)
     workdir = (run_dir or Path(".")) / "kueue"
+    if (why := queues.afs_refusal()) is not None:
+        raise ControlPlaneError(why)
     conf = queues.configuration
-    kcfg = configuration(conf.fair_sharing, conf.admission_fair_sharing) if conf else configuration()
+    fair = conf.fair_sharing if conf is not None else None
+    kcfg = configuration(fair.model_dump(by_alias=True, mode="json") if fair is not None else None)
     log.info("Kueue %s admits the jobs (%s)", binary.version, cfg.queues)
     return KueueProcess(binary, kubeconfig, workdir, kcfg), queues.documents
 

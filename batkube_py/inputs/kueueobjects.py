@@ -206,12 +206,35 @@ class WorkloadPriorityClass(_Object):
     description: str | None = None
 
 
+PreemptionStrategy = Literal["LessThanOrEqualToFinalShare", "LessThanInitialShare"]
+# pkg/config/validation.go: validStrategySets
+STRATEGY_SETS = (
+    ("LessThanOrEqualToFinalShare",),
+    ("LessThanInitialShare",),
+    ("LessThanOrEqualToFinalShare", "LessThanInitialShare"),
+)
+
+
+class FairSharing(_Strict):
+    """Configuration.fairSharing (v1beta2): its presence enables fair sharing; the strategies are required
+    (v1beta2 has no default for them, and Kueue refuses to start without)."""
+
+    preemption_strategies: tuple[PreemptionStrategy, ...] = Field(alias="preemptionStrategies")
+
+    @field_validator("preemption_strategies")
+    @classmethod
+    def _valid_set(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        if tuple(v) not in STRATEGY_SETS:
+            raise ValueError("one of " + "; ".join(", ".join(s) for s in STRATEGY_SETS) + f" (got {list(v)})")
+        return v
+
+
 class Configuration(_Strict):
     """Only the parts of Kueue's Configuration that change admission; the rest is the backend's."""
 
     api_version: Literal["config.kueue.x-k8s.io/v1beta2"] = Field(alias="apiVersion")
     kind: Literal["Configuration"]
-    fair_sharing: dict[str, Any] | None = Field(None, alias="fairSharing")
+    fair_sharing: FairSharing | None = Field(None, alias="fairSharing")
     admission_fair_sharing: dict[str, Any] | None = Field(None, alias="admissionFairSharing")
 
 

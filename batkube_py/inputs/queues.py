@@ -95,13 +95,24 @@ class QueuesConfig(BaseModel):
             "LocalQueue": self.local_queues,
         }[kind]  # fmt: skip
 
+    def afs_refusal(self) -> str | None:
+        """Admission fair sharing is refused on both backends: Kueue v0.17.0 folds a LocalQueue's usage
+        on the wall clock (its Workload controller has no clock option, and its LocalQueue controller
+        re-samples after wall-clock delays), so no run could reproduce it (docs/kueue.md)."""
+        where = f"{self.path}: "
+        why = "admission fair sharing is not run by batkube (Kueue v0.17.0 decays usage on the wall clock)"
+        if self.admission_fair_sharing:
+            return f"{where}Configuration: field 'admissionFairSharing': {why}"
+        for cq in self.cluster_queues.values():
+            if cq.spec.admission_scope is not None:
+                return f"{where}ClusterQueue/{cq.metadata.name}: field 'spec.admissionScope': {why}"
+        return None
+
     def twin_refusal(self) -> str | None:
         """Why the embedded twin cannot run this file (what the real Kueue would do and it does not)."""
+        if (why := self.afs_refusal()) is not None:
+            return why
         where = f"{self.path}: "
-        if self.fair_sharing:
-            return f"{where}Configuration: field 'fairSharing': fair sharing is {UNMODELLED} yet"
-        if self.admission_fair_sharing:
-            return f"{where}Configuration: field 'admissionFairSharing': {UNMODELLED} yet"
         if tas := sorted(f.metadata.name for f in self.flavors.values() if f.spec.topology_name is not None):
             for cq in self.cluster_queues.values():
                 p = cq.spec.preemption
@@ -112,11 +123,6 @@ class QueuesConfig(BaseModel):
                         f"{where}ClusterQueue/{cq.metadata.name}: field 'spec.preemption': preemption beside "
                         f"topology-aware flavors ({', '.join(tas)}) is {UNMODELLED} yet"
                     )
-        for cq in self.cluster_queues.values():
-            if cq.spec.admission_scope is not None:
-                return (
-                    f"{where}ClusterQueue/{cq.metadata.name}: field 'spec.admissionScope': {UNMODELLED} yet"
-                )
         return None
 
 
@@ -170,6 +176,8 @@ def _validate(path: Path, what: str, model: type[BaseModel], doc: dict) -> Any:
             raise _fail(
                 path, what, loc, f"no such field ({UNMODELLED} or not a Kueue v1beta2 field)"
             ) from None
+        if err["type"] == "missing":
+            raise _fail(path, what, loc, "a value (Kueue v1beta2 requires this field)") from None
         raise _fail(
             path, what, loc, err["msg"].removeprefix("Input should be ").removeprefix("Value error, ")
         ) from None
@@ -183,6 +191,14 @@ def _check(cfg: QueuesConfig, path: Path) -> None:
             raise _fail(path, what, "metadata.namespace", f"{NAMESPACE!r}, where batkube's pods live")
         if lq.spec.cluster_queue not in cfg.cluster_queues:
             raise _fail(path, what, "spec.clusterQueue", "the name of a ClusterQueue of the file")
+    for obj in [*cfg.cohorts.values(), *cfg.cluster_queues.values()]:
+        weight = obj.spec.fair_sharing.weight if obj.spec.fair_sharing is not None else None
+        if weight is not None:
+            try:
+                quantities.as_float(weight)
+            except quantities.QuantityError as exc:
+                raise _fail(path, f"{obj.kind}/{obj.metadata.name}", "spec.fairSharing.weight",
+                            f"a non-negative Kubernetes quantity ({exc})") from None  # fmt: skip
     for cohort in cfg.cohorts.values():
         _check_groups(cfg, path, f"Cohort/{cohort.metadata.name}", cohort.spec.resource_groups,
                       cohort.spec.parent_name is not None)  # fmt: skip

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from batkube_py.inputs.queues import QueuesConfig
 from batkube_py.kueue.cache.snapshot import Cache
 from batkube_py.kueue.queue.manager import Manager
-from batkube_py.kueue.scheduler.preemption import Target
+from batkube_py.kueue.scheduler.preemption_common import Target
 from batkube_py.kueue.scheduler.scheduler import Scheduler
 from batkube_py.kueue.workload import Workload
 

@@ -221,6 +221,8 @@ def preflight(cfg: RunConfig) -> Checked:
             raise RunError(f"{what} must be a positive number of seconds, got {value}")
     doc = read_workload(cfg.workload)
     queues = load_queues_file(cfg.queues)
+    if queues is not None and (why := queues.afs_refusal()) is not None:
+        raise RunError(why)  # on either backend (inputs/queues.py)
     unknown = unknown_fields(cfg.workload, doc, cfg.strict)
     return Checked(len(doc["jobs"]), _latency(cfg.startup_latency, cfg.seed), find_batsim(cfg.batsim), queues,
                    doc.get("queue"), unknown)  # fmt: skip

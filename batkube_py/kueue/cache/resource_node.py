@@ -31,6 +31,7 @@ class Node:
     usage: dict[FR, int] = field(default_factory=dict)
     child_cohorts: list[Node] = field(default_factory=list)
     child_cqs: list[Node] = field(default_factory=list)
+    weight: float = 1.0  # spec.fairSharing.weight
 
     def path_to_root(self) -> Iterator[Node]:
         """The ancestors, parent first (PathParentToRoot)."""

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from kubernetes import client
 
+from batkube_py import quantities
 from batkube_py.inputs import kueueobjects as k
 from batkube_py.inputs.queues import QueuesConfig, amount
 from batkube_py.kueue.cache import tas
@@ -82,6 +83,11 @@ def _quotas(groups: list[k.ResourceGroup]) -> dict[FR, Quota]:
     return out
 
 
+def _weight(fs: k.FairSharingWeight | None) -> float:
+    """parseFairWeight: 1 unless set."""
+    return 1.0 if fs is None or fs.weight is None else quantities.as_float(fs.weight)
+
+
 def flavor_of(obj: k.ResourceFlavor) -> Flavor:
     spec = obj.spec
     taints = tuple(client.V1Taint(key=t.key, value=t.value, effect=t.effect) for t in spec.node_taints)
@@ -94,6 +100,9 @@ def flavor_of(obj: k.ResourceFlavor) -> Flavor:
 
 class Cache:
     def __init__(self, cfg: QueuesConfig):
+        fs = cfg.configuration.fair_sharing if cfg.configuration is not None else None
+        # the preemption strategies when fair sharing is on (pkg/scheduler/preemption/fairsharing)
+        self.fair_sharing: tuple[str, ...] | None = None if fs is None else tuple(fs.preemption_strategies)
         self.flavors = {name: flavor_of(f) for name, f in cfg.flavors.items()}
         self.specs: dict[str, ClusterQueueSpec] = {}
         self.cqs: dict[str, Node] = {}
@@ -112,7 +121,9 @@ class Cache:
             self.specs[name] = ClusterQueueSpec(
                 name, spec.queueing_strategy, groups, spec.preemption, spec.flavor_fungibility, tas_only
             )
-            self.cqs[name] = Node(name, True, quotas=_quotas(spec.resource_groups))
+            self.cqs[name] = Node(
+                name, True, quotas=_quotas(spec.resource_groups), weight=_weight(spec.fair_sharing)
+            )
             if spec.cohort_name is not None:
                 self._cohort(cfg, spec.cohort_name).child_cqs.append(self.cqs[name])
                 self.cqs[name].parent = self.cohorts[spec.cohort_name]
@@ -134,7 +145,9 @@ class Cache:
         if name in self.cohorts:
             return self.cohorts[name]
         obj = cfg.cohorts.get(name)
-        node = self.cohorts[name] = Node(name, False, quotas=_quotas(obj.spec.resource_groups) if obj else {})
+        quotas = _quotas(obj.spec.resource_groups) if obj else {}
+        weight = _weight(obj.spec.fair_sharing) if obj else 1.0
+        node = self.cohorts[name] = Node(name, False, quotas=quotas, weight=weight)
         if obj is not None and obj.spec.parent_name is not None:
             parent = self._cohort(cfg, obj.spec.parent_name)
             parent.child_cohorts.append(node)
@@ -195,6 +208,7 @@ class Cache:
 
 def _clone(node: Node, parent: Node | None, into: dict[str, Node]) -> Node:
     copy = Node(node.name, node.is_cq, parent, node.quotas, node.subtree, dict(node.usage))
+    copy.weight = node.weight
     copy.child_cohorts = [_clone(c, copy, into) for c in node.child_cohorts]
     copy.child_cqs = [_clone(c, copy, into) for c in node.child_cqs]
     if node.is_cq:
@@ -209,6 +223,7 @@ class Snapshot:
         self.cache = cache
         self.specs = cache.specs
         self.flavors = cache.flavors
+        self.fair_sharing = cache.fair_sharing
         self.cqs: dict[str, Node] = {}
         for root in cache.roots():
             _clone(root, None, self.cqs)

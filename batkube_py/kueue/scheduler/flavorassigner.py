@@ -209,11 +209,17 @@ class FlavorAssigner:
             return P_FIT, borrow, ""
         short = kueue_text(res, val - avail)
         why = f"insufficient unused quota for {res} in flavor {flavor}, {short} more needed"
-        bwc = self.spec.preemption.borrow_within_cohort.policy != "Never"
-        if self.node.quotas[fr].nominal >= val or may_reclaim or bwc:
+        if self.node.quotas[fr].nominal >= val or may_reclaim or self._can_preempt_while_borrowing():
             possibility, borrow_after = preemption.simulate(self.snap, self.wl, fr, val)
             return _ORACLE[possibility], borrow_after, why
         return P_NO_FIT, borrow, why
+
+
+    def _can_preempt_while_borrowing(self) -> bool:
+        p = self.spec.preemption
+        if p.borrow_within_cohort.policy != "Never":
+            return True
+        return bool(self.snap.fair_sharing) and p.reclaim_within_cohort != "Never"
 
 
 def _resource_order(spec: ClusterQueueSpec):

@@ -1,6 +1,6 @@
-"""Classical preemption: Kueue's pkg/scheduler/preemption (preemption.go: classicalPreemptions,
-classical/hierarchical_preemption.go, classical/candidate_generator.go, common/ordering.go,
-preemption_oracle.go).
+"""Preemption: Kueue's pkg/scheduler/preemption (preemption.go: getTargets, classicalPreemptions,
+classical/hierarchical_preemption.go, classical/candidate_generator.go, preemption_oracle.go); fair
+sharing's strategies are in fairsharing.py.
 
 Candidates are admitted workloads using a flavor-resource that needs preemption: from the preemptor's
 ClusterQueue (withinClusterQueue) and from ClusterQueues of its cohort tree above their quota
@@ -14,22 +14,21 @@ from dataclasses import dataclass
 
 from batkube_py.kueue.cache import resource_node as rn
 from batkube_py.kueue.cache.snapshot import Snapshot
+from batkube_py.kueue.scheduler.fairsharing import fair_preemptions
+from batkube_py.kueue.scheduler.preemption_common import (
+    IN_CQ,
+    RECLAIM,
+    RECLAIM_WHILE_BORROWING,
+    PreemptionCtx,
+    Target,
+    ordering_key,
+    satisfies_policy,
+)
 from batkube_py.kueue.workload import Workload
 
-IN_CQ, RECLAIM, RECLAIM_WHILE_BORROWING = (
-    "InClusterQueue",
-    "InCohortReclamation",
-    "InCohortReclaimWhileBorrowing",
-)
 NEVER, WITHIN_CQ, HIERARCHICAL, WITHOUT_BORROWING, WHILE_BORROWING = range(5)
 _REASON = {WITHIN_CQ: IN_CQ, HIERARCHICAL: RECLAIM, WITHOUT_BORROWING: RECLAIM,
            WHILE_BORROWING: RECLAIM_WHILE_BORROWING}  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Target:
-    workload: Workload
-    reason: str
 
 
 @dataclass
@@ -39,28 +38,9 @@ class _Candidate:
     variant: int
 
 
-def ordering_key(wl: Workload, cq: str) -> tuple:
-    """CandidatesOrdering: already evicted first, other ClusterQueues first, lower priority first, the
-    most recently admitted first (Kueue's last tie, a random UID, is the twin's name order)."""
-    return (not wl.evicted, wl.cluster_queue == cq, wl.priority, -(wl.admitted_at or 0.0), -wl.admission_seq,
-            wl.name)  # fmt: skip
-
-
-def satisfies_policy(policy: str, preemptor: Workload, candidate: Workload) -> bool:
-    """SatisfiesPreemptionPolicy (the negation of priorityTooHighToPreempt)."""
-    if policy == "LowerPriority":
-        return preemptor.priority > candidate.priority
-    if policy == "LowerOrNewerEqualPriority":
-        newer = preemptor.priority == candidate.priority and preemptor.timestamp < candidate.timestamp
-        return preemptor.priority > candidate.priority or newer
-    return policy == "Any"
-
-
-class _Context:
+class _Context(PreemptionCtx):
     def __init__(self, snap: Snapshot, wl: Workload, frs: set[rn.FR], requests: dict[rn.FR, int]):
-        self.snap, self.wl, self.frs, self.requests = snap, wl, frs, requests
-        self.spec = snap.specs[wl.cluster_queue]
-        self.node = snap.cqs[wl.cluster_queue]
+        super().__init__(snap, wl, frs, requests)
         bwc = self.spec.preemption.borrow_within_cohort
         self.borrow_forbidden = bwc.policy == "Never"
         self.threshold = bwc.max_priority_threshold
@@ -139,21 +119,21 @@ class _Context:
                 return False
         return True
 
-    def fits(self, borrow: bool) -> bool:
-        for fr, v in self.requests.items():
-            if not borrow and rn.borrowing_with(self.node, fr, v):
-                return False
-            if v > rn.available(self.node, fr):
-                return False
-        return True
-
     def under_nominal(self) -> bool:
         return all(self.node.usage.get(fr, 0) < self.node.quotas[fr].nominal for fr in self.frs)
 
 
 def get_targets(snap: Snapshot, wl: Workload, frs: set[rn.FR], requests: dict[rn.FR, int]) -> list[Target]:
+    """getTargets: the workloads to evict so that wl fits (none if it cannot), by fair sharing's
+    strategies when it is on, else classically."""
+    if snap.fair_sharing:
+        return fair_preemptions(PreemptionCtx(snap, wl, frs, requests), snap.fair_sharing)
+    return classical_preemptions(_Context(snap, wl, frs, requests))
+
+
+def classical_preemptions(ctx: _Context) -> list[Target]:
     """classicalPreemptions: the minimal set of workloads to evict so that wl fits, or none."""
-    ctx = _Context(snap, wl, frs, requests)
+    snap = ctx.snap
     ordered, none_other, none_hierarchical = ctx.candidates()
     if none_other or (ctx.borrow_forbidden and not ctx.under_nominal()):
         attempts = [True]
@@ -169,27 +149,11 @@ def get_targets(snap: Snapshot, wl: Workload, frs: set[rn.FR], requests: dict[rn
             snap.remove_workload(cand.wl)
             targets.append(Target(cand.wl, _REASON[cand.variant]))
             if ctx.fits(borrow):
-                targets = _fill_back(ctx, targets, borrow)
-                _restore(snap, targets)
+                targets = ctx.fill_back(targets, borrow)
+                ctx.restore(targets)
                 return targets
-        _restore(snap, targets)
+        ctx.restore(targets)
     return []
-
-
-def _fill_back(ctx: _Context, targets: list[Target], borrow: bool) -> list[Target]:
-    for i in range(len(targets) - 2, -1, -1):
-        ctx.snap.add_workload(targets[i].workload)
-        if ctx.fits(borrow):
-            targets[i] = targets[-1]
-            targets.pop()
-        else:
-            ctx.snap.remove_workload(targets[i].workload)
-    return targets
-
-
-def _restore(snap: Snapshot, targets: list[Target]) -> None:
-    for t in targets:
-        snap.add_workload(t.workload)
 
 
 def simulate(snap: Snapshot, wl: Workload, fr: rn.FR, val: int) -> tuple[str, int]:

@@ -3,19 +3,22 @@ makeClassicalIterator, requeueAndUpdate).
 
 One cycle takes the head of every ClusterQueue, computes each one's assignment on a snapshot (flavors,
 then preemption targets if it must preempt), orders them (no borrowing first, then higher priority,
-then older) and walks them: an entry that still fits is admitted, or issues its preemptions and waits;
-one that needs preemption but found no target reserves what it would take (unless its ClusterQueue can
-always reclaim), so later entries of the cycle cannot take it. Entries not admitted are requeued.
+then older; with fair sharing, the tournament of fair_sharing_iterator.py) and walks them: an entry that
+still fits is admitted, or issues its preemptions and waits; one that needs preemption but found no
+target reserves what it would take (unless its ClusterQueue can always reclaim), so later entries of the
+cycle cannot take it. Entries not admitted are requeued.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from batkube_py.kueue.cache.snapshot import Cache, Snapshot
 from batkube_py.kueue.queue import cluster_queue as cqq
 from batkube_py.kueue.queue.manager import Manager
 from batkube_py.kueue.scheduler import preemption
+from batkube_py.kueue.scheduler.fair_sharing_iterator import fair_sharing_order
 from batkube_py.kueue.scheduler.flavorassigner import Assignment, FlavorAssigner
 from batkube_py.kueue.scheduler.modes import FIT, NO_FIT, PREEMPT
 from batkube_py.kueue.workload import Workload
@@ -92,9 +95,12 @@ class Scheduler:
         for e in entries:
             e.wl.last_tried = e.assignment.last_tried
             e.message = e.assignment.message
-        entries.sort(key=lambda e: e.order)
+        if snap.fair_sharing:
+            order: Iterable[Entry] = fair_sharing_order(entries, snap)
+        else:
+            order = sorted(entries, key=lambda e: e.order)
         preempted: dict[str, Workload] = {}
-        for e in entries:
+        for e in order:
             self._process(e, snap, preempted, result, now)
         result.entries = entries
         for e in entries:
