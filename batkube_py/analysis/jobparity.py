@@ -1,0 +1,152 @@
+"""Job by job, two runs of one workload with queues: the real Kueue + kube-scheduler against the twins.
+
+Each pod row of pods.csv (a job's attempt: `w0!j`, then `w0!j#r1` after an eviction) is compared on
+what Kueue and kube-scheduler decide: the admission instant, the ClusterQueue, the flavor, the node,
+the start and the final state; each job on its evictions (how many, and when). Every difference is a
+Mismatch. One kind of difference is upstream's randomness, not the twin's error: among preemption
+candidates of equal priority in the same ClusterQueue that reserved quota in the same second (the API
+keeps condition times to the second), Kueue's last tie-break is the Workloads' random UIDs
+(pkg/scheduler/preemption/common/ordering.go). When the first difference of the two runs is such a swap of
+victims, it and every difference after it are marked as following that tie.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+TIMES = ("admitted_at", "start_time")
+FIELDS = ("admitted_at", "cluster_queue", "flavor", "node", "start_time", "state")
+COLUMNS = ("job", "field", "real", "twin", "tie")
+
+
+@dataclass
+class Mismatch:
+    job: str
+    field: str
+    real: str
+    twin: str
+    at: float  # the earliest instant the difference shows at
+    tie: str = ""
+
+    def row(self) -> dict[str, str]:
+        return {"job": self.job, "field": self.field, "real": self.real, "twin": self.twin, "tie": self.tie}
+
+
+def read_pods(path: Path) -> dict[str, dict[str, str]]:
+    with open(path, newline="") as f:
+        return {r["job_id"]: r for r in csv.DictReader(f)}
+
+
+def base_job(job_id: str) -> str:
+    return job_id.split("#r", 1)[0]
+
+
+def _num(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _same(a: str, b: str) -> bool:
+    x, y = _num(a), _num(b)
+    if x is not None and y is not None:
+        return math.isclose(x, y, rel_tol=0, abs_tol=1e-6)
+    return a == b
+
+
+def _first_instant(*rows: dict[str, str] | None) -> float:
+    """When a row's decisions show: its admission, else its start, else its submission."""
+    times = [t for r in rows if r for k in ("admitted_at", "start_time", "submit_time") if (t := _num(r[k]))
+             is not None]  # fmt: skip
+    return min(times, default=math.inf)
+
+
+def evictions(rows: dict[str, dict[str, str]]) -> dict[str, list[float]]:
+    """Each job's evictions: the instants its running attempts were killed (Kueue's or kube-scheduler's
+    preemptions, node failures)."""
+    out: dict[str, list[float]] = {}
+    for job_id, r in rows.items():
+        out.setdefault(base_job(job_id), [])
+        if r["state"] == "Killed" and (t := _num(r["finish_time"])) is not None:
+            out[base_job(job_id)].append(t)
+    return {j: sorted(ts) for j, ts in out.items()}
+
+
+def compare(real: dict[str, dict[str, str]], twin: dict[str, dict[str, str]]) -> list[Mismatch]:
+    out: list[Mismatch] = []
+    for job_id in sorted(real.keys() | twin.keys(), key=lambda j: (base_job(j), j)):
+        r, t = real.get(job_id), twin.get(job_id)
+        if r is None or t is None:
+            seen = ["" if x is None else "present" for x in (r, t)]
+            out.append(Mismatch(job_id, "attempt", *seen, _first_instant(r, t)))
+            continue
+        for f in FIELDS:
+            if not _same(r[f], t[f]):
+                times = [x for x in (_num(r[f]), _num(t[f])) if x is not None] if f in TIMES else []
+                out.append(Mismatch(job_id, f, r[f], t[f], min(times) if times else _first_instant(r, t)))
+    ev_real, ev_twin = evictions(real), evictions(twin)
+    for job in sorted(ev_real.keys() | ev_twin.keys()):
+        a, b = ev_real.get(job, []), ev_twin.get(job, [])
+        same = [math.isclose(x, y, abs_tol=1e-6) for x, y in zip(a, b, strict=False)]
+        first = same.index(False) if False in same else (None if len(a) == len(b) else len(same))
+        if first is not None:
+            at = min(x[first] for x in (a, b) if first < len(x))
+            out.append(Mismatch(job, "evictions", _instants(a), _instants(b), at))
+    return out
+
+
+def _killed(rows: dict[str, dict[str, str]]) -> set[tuple[float, str]]:
+    return {(round(float(r["finish_time"]), 6), j) for j, r in rows.items() if r["state"] == "Killed"}
+
+
+def _instants(ts: list[float]) -> str:
+    return f"{len(ts)}" + (" at " + " ".join(f"{x:g}" for x in ts) if ts else "")
+
+
+def victim_tie(real: dict[str, dict[str, str]], twin: dict[str, dict[str, str]], mismatches: list[Mismatch],
+               priority_of: Callable[[dict[str, str]], int]) -> str:  # fmt: skip
+    """If the runs first differ by a swap of Kueue's victims tied up to its random UID tie-break, the tie
+    (one line), and every mismatch is marked as following it; else ""."""
+    if not mismatches:
+        return ""
+    killed = {side: _killed(rows) for side, rows in (("real", real), ("twin", twin))}
+    diff = killed["real"] ^ killed["twin"]
+    if not diff:
+        return ""
+    t0 = min(t for t, _ in diff)
+    if min(m.at for m in mismatches) < t0 - 1e-6:
+        return ""  # something differed before the victims did
+    only_real = sorted(j for t, j in killed["real"] - killed["twin"] if t == t0)
+    only_twin = sorted(j for t, j in killed["twin"] - killed["real"] if t == t0)
+    if len(only_real) != len(only_twin) or not only_real:
+        return ""
+
+    def key(rows: dict[str, dict[str, str]], job_id: str) -> tuple | None:
+        r = rows.get(job_id)
+        if r is None or _num(r["admitted_at"]) is None:
+            return None
+        # the reservation's second, as the API keeps it (Kueue's clock starts on a whole second)
+        return r["cluster_queue"], priority_of(r), math.floor(float(r["admitted_at"]))
+
+    keys = {key(real, j) for j in only_real} | {key(twin, j) for j in only_twin}
+    if len(keys) != 1 or None in keys:
+        return ""
+    cq, prio, second = next(iter(keys))
+    tie = (f"t={t0:g}: Kueue preempted {' '.join(only_real)}, the twin {' '.join(only_twin)}: equal "
+           f"priority {prio} in ClusterQueue {cq}, quota reserved in the same second ({second} s): Kueue's "
+           "last tie-break is the Workloads' random UIDs (docs/kueue.md)")  # fmt: skip
+    for m in mismatches:
+        m.tie = f"after the victim tie at t={t0:g}"
+    return tie
+
+
+def write(path: Path, mismatches: list[Mismatch]) -> None:
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=COLUMNS)
+        w.writeheader()
+        w.writerows(m.row() for m in mismatches)
