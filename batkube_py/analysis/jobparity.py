@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 TIMES = ("admitted_at", "start_time")
+WHEN = {"state": "finish_time"}  # a differing state shows when the attempt ended
 FIELDS = ("admitted_at", "cluster_queue", "flavor", "node", "start_time", "state")
 COLUMNS = ("job", "field", "real", "twin", "tie")
 
@@ -87,7 +88,8 @@ def compare(real: dict[str, dict[str, str]], twin: dict[str, dict[str, str]]) ->
             continue
         for f in FIELDS:
             if not _same(r[f], t[f]):
-                times = [x for x in (_num(r[f]), _num(t[f])) if x is not None] if f in TIMES else []
+                col = f if f in TIMES else WHEN.get(f)
+                times = [x for x in (_num(r[col]), _num(t[col])) if x is not None] if col else []
                 out.append(Mismatch(job_id, f, r[f], t[f], min(times) if times else _first_instant(r, t)))
     ev_real, ev_twin = evictions(real), evictions(twin)
     for job in sorted(ev_real.keys() | ev_twin.keys()):

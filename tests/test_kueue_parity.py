@@ -1,0 +1,148 @@
+"""The Kueue parity suite: each case of kueue_parity_cases.py on the real Kueue v0.17.0 + kube-scheduler
+1.37.2 (one control plane, `parallelism: 1`) and on the twins, through `batkube parity --queues`, on the
+Batsim 4.2.1 double. Strict: every job must get the same admission instant, ClusterQueue, flavor,
+evictions, node and start, and no case may need the documented victim tie.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+from apiserver_support import DOUBLE, require_kueue, start
+from click.testing import CliRunner
+from kueue_parity_cases import MULTI, cases
+
+from batkube_py.analysis import jobparity
+from batkube_py.cli.app import main
+
+CASES = cases()
+SERIAL = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nparallelism: 1\n"
+
+
+@pytest.fixture(scope="module")
+def controlplane(tmp_path_factory):
+    require_kueue()
+    d = tmp_path_factory.mktemp("cp")
+    (d / "serial.yaml").write_text(SERIAL)
+    cp = start(d, d / "serial.yaml")
+    yield cp
+    cp.down(remove=True)
+
+
+def parity(cp, out: Path, platform: Path, workload: Path, queues: Path, *extra: str):
+    args = ["parity", "-p", str(platform), "-w", str(workload), "-o", str(out), "--queues", str(queues),
+            "--batsim", str(DOUBLE), "--controlplane-dir", str(cp.dir), *extra]  # fmt: skip
+    result = CliRunner().invoke(main, args, catch_exceptions=False)
+    figures = json.loads((out / "parity.json").read_text()) if (out / "parity.json").exists() else {}
+    return result.exit_code, result.output, figures
+
+
+def rows(run: Path) -> dict[str, dict[str, str]]:
+    return {j.split("!", 1)[1]: r for j, r in jobparity.read_pods(run / "pods.csv").items()}
+
+
+def _strict(cp, tmp_path: Path, case) -> tuple[Path, dict]:
+    platform, workload, queues = case.write(tmp_path / "in")
+    code, output, figures = parity(cp, tmp_path / "out", platform, workload, queues)
+    assert code == 0, output
+    assert figures["victim_tie"] == "" and figures["mismatches"] == 0, output
+    assert figures["identical"] == figures["jobs"] == len(case.jobs)
+    assert (figures["kueue_version"], figures["kubernetes_version"]) == ("v0.17.0", "v1.37.2")
+    twin = rows(tmp_path / "out" / "twin")
+    assert case.shows(twin), {j: (r["admitted_at"], r["flavor"], r["state"]) for j, r in twin.items()}
+    return tmp_path / "out", twin
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_real_kueue_agrees_with_the_twin(controlplane, tmp_path: Path, name: str):
+    _strict(controlplane, tmp_path, CASES[name])
+
+
+def test_multi_tenant_twice_the_same_and_the_twin_identical(controlplane, tmp_path: Path):
+    out, twin = _strict(controlplane, tmp_path, MULTI)
+    platform, workload, queues = MULTI.write(tmp_path / "in")
+    again = tmp_path / "again"
+    args = ["run", "-p", str(platform), "-w", str(workload), "-o", str(again), "--batsim", str(DOUBLE),
+            "--no-progress", "--backend", "apiserver", "--controlplane-dir", str(controlplane.dir),
+            "--queues", str(queues)]  # fmt: skip
+    result = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert (again / "pods.csv").read_bytes() == (out / "real" / "pods.csv").read_bytes()
+    real = rows(out / "real")
+    for run in (out / "real", out / "twin", again):
+        summary = json.loads((run / "summary.json").read_text())
+        assert summary["error"] is None and summary["jobs_unfinished"] == summary["jobs_rejected"] == 0
+    # no job lost: each job's last attempt succeeded; none admitted before it was submitted
+    finals = {jobparity.base_job(j): r for j, r in sorted(real.items(), key=lambda kv: kv[0].count("#"))}
+    assert set(finals) == {j["id"] for j in MULTI.jobs}
+    assert all(r["state"] == "Succeeded" for r in finals.values())
+    assert all(float(r["admitted_at"]) >= float(r["submit_time"]) for r in real.values())
+    # the quotas: team-a borrows at most 2 cores; the cohort never holds more than its 12
+    with (out / "real" / "queues.csv").open() as f:
+        usage: dict[str, float] = {}
+        for r in csv.DictReader(f):
+            usage[r["cluster_queue"]] = float(r["usage"])
+            assert float(r["borrowed"]) <= (2 if r["cluster_queue"] == "team-a" else 4)
+            assert sum(usage.values()) <= 12
+    assert sum(r["state"] == "Killed" for r in twin.values()) >= 1
+
+
+# ---- the comparison and the command's errors, without a control plane -------------------------------
+
+ROW = {"job_id": "w0!a", "priority": "0", "submit_time": "0", "admitted_at": "0.02", "cluster_queue": "cq",
+       "flavor": "f", "node": "node-0", "start_time": "0.02", "finish_time": "100",
+       "state": "Succeeded"}  # fmt: skip
+
+
+def _run(*specs: tuple[str, dict]) -> dict[str, dict[str, str]]:
+    return {job: {**ROW, "job_id": job, **fields} for job, fields in specs}
+
+
+def test_compare_names_each_differing_field_and_the_evictions():
+    real = _run(("w0!a", {}), ("w0!b", {"state": "Killed", "finish_time": "10"}), ("w0!b#r1", {}))
+    twin = _run(("w0!a", {"node": "node-3", "admitted_at": "0.5"}), ("w0!b", {}))
+    got = {(m.job, m.field): (m.real, m.twin) for m in jobparity.compare(real, twin)}
+    assert got == {("w0!a", "admitted_at"): ("0.02", "0.5"), ("w0!a", "node"): ("node-0", "node-3"),
+                   ("w0!b", "state"): ("Killed", "Succeeded"), ("w0!b#r1", "attempt"): ("present", ""),
+                   ("w0!b", "evictions"): ("1 at 10", "0")}  # fmt: skip
+
+
+def test_a_swap_of_tied_victims_is_the_documented_tie_and_nothing_else_is():
+    killed = {"state": "Killed", "finish_time": "10"}
+    again = {"submit_time": "10", "admitted_at": "100", "start_time": "100", "finish_time": "200"}
+    real = _run(("w0!a", killed), ("w0!a#r1", again), ("w0!b", {"admitted_at": "0.7"}))
+    twin = _run(("w0!a", {}), ("w0!b", {"admitted_at": "0.7", **killed}), ("w0!b#r1", again))
+    mismatches = jobparity.compare(real, twin)
+    tie = jobparity.victim_tie(real, twin, mismatches, lambda r: 0)
+    assert "random UIDs" in tie and all(m.tie for m in mismatches)
+    # reserved in different seconds: Kueue's order is not a tie there, the difference is the twin's
+    twin["w0!b"]["admitted_at"] = real["w0!b"]["admitted_at"] = "1.2"
+    mismatches = jobparity.compare(real, twin)
+    assert jobparity.victim_tie(real, twin, mismatches, lambda r: 0) == ""
+    assert not any(m.tie for m in mismatches)
+    # a difference before the victims is not excused by them
+    real["w0!b"]["admitted_at"] = twin["w0!b"]["admitted_at"] = "0.7"
+    twin["w0!a"]["node"] = "node-5"
+    mismatches = jobparity.compare(real, twin)
+    assert jobparity.victim_tie(real, twin, mismatches, lambda r: 0) == ""
+
+
+def test_parity_queues_refuses_bad_input_in_one_line(tmp_path: Path):
+    from kueue_parity_cases import CASES as ALL
+
+    platform, workload, queues = ALL[0].write(tmp_path / "in")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: x}\nspec: {}\n")
+    for extra, expected in (
+        (["--queues", str(bad)], "ClusterQueue/x"),
+        (["--queues", str(queues), "--kube-version", "1.32"], "--kube-version must be 1.37"),
+        (["--queues", str(queues), "--scheduler-config", str(bad), "--controlplane-dir", str(tmp_path)],
+         "--scheduler-config with --controlplane-dir"),
+    ):  # fmt: skip
+        args = ["parity", "-p", str(platform), "-w", str(workload), "-o", str(tmp_path / "out"), *extra]
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code != 0 and expected in result.output, result.output
+        assert "Traceback" not in result.output
