@@ -146,3 +146,14 @@ def test_parity_queues_refuses_bad_input_in_one_line(tmp_path: Path):
         result = CliRunner().invoke(main, args)
         assert result.exit_code != 0 and expected in result.output, result.output
         assert "Traceback" not in result.output
+
+
+def test_kueue_preemption_messages_name_the_preemptor_pod_not_its_random_uids():
+    from batkube_py.cluster.realkueue import stable_reason
+
+    why = ("preempted by Kueue (InCohortReclamation): Preempted to accommodate a workload (UID: 0fd0-aa, "
+           "JobUID: 8df9-bb) due to reclamation within the cohort; preemptor path: /org/team-a")  # fmt: skip
+    assert stable_reason(why, {"8df9-bb": "w0-a38"}) == (
+        "preempted by Kueue (InCohortReclamation): Preempted to accommodate a workload (pod w0-a38) due to "
+        "reclamation within the cohort; preemptor path: /org/team-a"
+    )

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import threading
 import time
 
@@ -29,6 +30,13 @@ log = logging.getLogger(__name__)
 
 RELEASE_GATE = "batkube.io/release"
 MAX_ROUNDS = 20  # Kueue settles in one step: preemption rounds before the step is declared stuck
+_PREEMPTOR = re.compile(r"\(UID: [^,)]*, JobUID: ([^)]*)\)")
+
+
+def stable_reason(why: str, pods: dict[str, str]) -> str:
+    """Kueue's preemption message names the preemptor by its Workload's and pod's random UIDs: the pod's
+    name instead, so that the same inputs give the same pods.csv."""
+    return _PREEMPTOR.sub(lambda m: f"(pod {pods.get(m.group(1), 'unknown')})", why)
 
 
 class _RecordingHttp:
@@ -71,6 +79,7 @@ class KueueCluster(QueueCluster):
         self._order_ns = -1
         self._rv_lock = threading.Lock()
         self._pods_rv = 0
+        self._pod_uids: dict[str, str] = {}  # uid → name of the pods the adapter created
         self._managed: dict[str, int] = {}  # Kueue-managed pods still pending admission: their order
         self._finishing: set[str] = set()  # finished pods to delete once Kueue has finished their Workload
         self._admissions: list[Admission] = []
@@ -83,9 +92,12 @@ class KueueCluster(QueueCluster):
         super().__init__(*args, **kw)
 
     def _note(self, out):
-        rv = int(((out or {}).get("metadata") or {}).get("resourceVersion") or 0)
+        meta = (out or {}).get("metadata") or {}
+        rv = int(meta.get("resourceVersion") or 0)
         with self._rv_lock:
             self._pods_rv = max(self._pods_rv, rv)
+            if meta.get("uid"):
+                self._pod_uids[meta["uid"]] = meta.get("name", "")
         return out
 
     def _create_cluster(self, nodes: list[client.V1Node]) -> None:
@@ -185,10 +197,10 @@ class KueueCluster(QueueCluster):
             victims = [
                 d for d in victims if (n := d["pod"][len(own) :]) in self.specs and n not in self._stopping
             ]
-            freed = [
-                self._stopped(d["pod"][len(own) :], d.get("why") or "preempted by Kueue", now)
-                for d in victims
-            ]
+            with self._rv_lock:
+                uids = dict(self._pod_uids)
+            why = {d["pod"]: stable_reason(d.get("why") or "preempted by Kueue", uids) for d in victims}
+            freed = [self._stopped(d["pod"][len(own) :], why[d["pod"]], now) for d in victims]
             if not any(freed):
                 return
             self._drain()
