@@ -187,6 +187,14 @@ CASES = [
         and r["late"]["flavor"] == "f1",
     ),  # fmt: skip
     KueueCase(
+        "preempted-pod-requeued",  # x's Workload, queued again while x stops, preempts the newer y on f2
+        [flavor("f1"), flavor("f2"), *PRIORITIES,
+         cq("cq", {"f1": {"cpu": 1}, "f2": {"cpu": 1}},
+            preemption={"withinClusterQueue": "LowerOrNewerEqualPriority"}), lq("q", "cq")],
+        [job("x", 0, "q", pc="low"), job("y", 1.5, "q", pc="low"), job("h", 10, "q", pc="high")],
+        lambda r: killed(r) == {"x", "y"} and r["h"]["flavor"] == "f1",
+    ),  # fmt: skip
+    KueueCase(
         "flavor-preempt-before-next",  # whenCanPreempt MayStopSearch: h preempts in f1 though f2 is free
         [flavor("f1"), flavor("f2"), *PRIORITIES,
          cq("cq", {"f1": {"cpu": 1}, "f2": {"cpu": 1}}, preemption={"withinClusterQueue": "LowerPriority"},

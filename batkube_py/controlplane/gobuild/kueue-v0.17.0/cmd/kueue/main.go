@@ -189,6 +189,7 @@ func run(kubeconfig, configFile, address string) error {
 		scheduler.WithPreemptionExpectations(expectations),
 		scheduler.WithFairSharing(cfg.FairSharing),
 		scheduler.WithAdmissionFairSharing(cfg.AdmissionFairSharing))
+	serialAdmissions(sched, hold, queues)
 	if err := mgr.Add(sched); err != nil {
 		return err
 	}
