@@ -115,9 +115,15 @@ def test_a_swap_of_tied_victims_is_the_documented_tie_and_nothing_else_is():
     again = {"submit_time": "10", "admitted_at": "100", "start_time": "100", "finish_time": "200"}
     real = _run(("w0!a", killed), ("w0!a#r1", again), ("w0!b", {"admitted_at": "0.7"}))
     twin = _run(("w0!a", {}), ("w0!b", {"admitted_at": "0.7", **killed}), ("w0!b#r1", again))
+    # the preemptor, admitted in the step that chose the victim (Batsim kills it a few ms later), takes its
+    # node: a consequence of the tie too
+    real["w0!p"] = {**ROW, "job_id": "w0!p", "submit_time": "9.9", "admitted_at": "9.998",
+                    "start_time": "9.998", "node": "node-2"}
+    twin["w0!p"] = {**real["w0!p"], "node": "node-3"}
     mismatches = jobparity.compare(real, twin)
     tie = jobparity.victim_tie(real, twin, mismatches, lambda r: 0)
     assert "random UIDs" in tie and all(m.tie for m in mismatches)
+    assert ("w0!p", "node") in {(m.job, m.field) for m in mismatches}
     # reserved in different seconds: Kueue's order is not a tie there, the difference is the twin's
     twin["w0!b"]["admitted_at"] = real["w0!b"]["admitted_at"] = "1.2"
     mismatches = jobparity.compare(real, twin)

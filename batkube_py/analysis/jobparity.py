@@ -18,8 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-TIMES = ("admitted_at", "start_time")
-WHEN = {"state": "finish_time"}  # a differing state shows when the attempt ended
+# the column whose instant a difference of each field shows at (on either side, the earlier)
+WHEN = {"admitted_at": "admitted_at", "start_time": "start_time", "cluster_queue": "admitted_at",
+        "flavor": "admitted_at", "node": "start_time", "state": "finish_time"}  # fmt: skip
 FIELDS = ("admitted_at", "cluster_queue", "flavor", "node", "start_time", "state")
 COLUMNS = ("job", "field", "real", "twin", "tie")
 
@@ -60,11 +61,13 @@ def _same(a: str, b: str) -> bool:
     return a == b
 
 
-def _first_instant(*rows: dict[str, str] | None) -> float:
-    """When a row's decisions show: its admission, else its start, else its submission."""
-    times = [t for r in rows if r for k in ("admitted_at", "start_time", "submit_time") if (t := _num(r[k]))
-             is not None]  # fmt: skip
-    return min(times, default=math.inf)
+def _instant(col: str, *rows: dict[str, str] | None) -> float:
+    """The earliest of the rows' `col`, else of their submissions (a resubmission's: its kill)."""
+    for c in (col, "submit_time"):
+        times = [t for r in rows if r and (t := _num(r[c])) is not None]
+        if times:
+            return min(times)
+    return math.inf
 
 
 def evictions(rows: dict[str, dict[str, str]]) -> dict[str, list[float]]:
@@ -84,13 +87,11 @@ def compare(real: dict[str, dict[str, str]], twin: dict[str, dict[str, str]]) ->
         r, t = real.get(job_id), twin.get(job_id)
         if r is None or t is None:
             seen = ["" if x is None else "present" for x in (r, t)]
-            out.append(Mismatch(job_id, "attempt", *seen, _first_instant(r, t)))
+            out.append(Mismatch(job_id, "attempt", *seen, _instant("submit_time", r, t)))
             continue
         for f in FIELDS:
             if not _same(r[f], t[f]):
-                col = f if f in TIMES else WHEN.get(f)
-                times = [x for x in (_num(r[col]), _num(t[col])) if x is not None] if col else []
-                out.append(Mismatch(job_id, f, r[f], t[f], min(times) if times else _first_instant(r, t)))
+                out.append(Mismatch(job_id, f, r[f], t[f], _instant(WHEN[f], r, t)))
     ev_real, ev_twin = evictions(real), evictions(twin)
     for job in sorted(ev_real.keys() | ev_twin.keys()):
         a, b = ev_real.get(job, []), ev_twin.get(job, [])
@@ -121,7 +122,10 @@ def victim_tie(real: dict[str, dict[str, str]], twin: dict[str, dict[str, str]],
     if not diff:
         return ""
     t0 = min(t for t, _ in diff)
-    if min(m.at for m in mismatches) < t0 - 1e-6:
+    # the victims were chosen in the step that admitted their preemptor, a few ms before Batsim killed them
+    admissions = [_num(r["admitted_at"]) for rows in (real, twin) for r in rows.values()]
+    chosen = max((a for a in admissions if a is not None and t0 - 1 <= a <= t0), default=t0)
+    if min(m.at for m in mismatches) < chosen - 1e-6:
         return ""  # something differed before the victims did
     only_real = sorted(j for t, j in killed["real"] - killed["twin"] if t == t0)
     only_twin = sorted(j for t, j in killed["twin"] - killed["real"] if t == t0)
