@@ -127,10 +127,9 @@ def victim_tie(real: dict[str, dict[str, str]], twin: dict[str, dict[str, str]],
     chosen = max((a for a in admissions if a is not None and t0 - 1 <= a <= t0), default=t0)
     if min(m.at for m in mismatches) < chosen - 1e-6:
         return ""  # something differed before the victims did
-    only_real = sorted(j for t, j in killed["real"] - killed["twin"] if t == t0)
-    only_twin = sorted(j for t, j in killed["twin"] - killed["real"] if t == t0)
-    if len(only_real) != len(only_twin) or not only_real:
-        return ""
+    # the victims Batsim killed in the step that chose them (a few ms apart)
+    only_real = sorted(j for t, j in killed["real"] - killed["twin"] if t - t0 < 0.5)
+    only_twin = sorted(j for t, j in killed["twin"] - killed["real"] if t - t0 < 0.5)
 
     def key(rows: dict[str, dict[str, str]], job_id: str) -> tuple | None:
         r = rows.get(job_id)
@@ -139,10 +138,12 @@ def victim_tie(real: dict[str, dict[str, str]], twin: dict[str, dict[str, str]],
         # the reservation's second, as the API keeps it (Kueue's clock starts on a whole second)
         return r["cluster_queue"], priority_of(r), math.floor(float(r["admitted_at"]))
 
-    keys = {key(real, j) for j in only_real} | {key(twin, j) for j in only_twin}
-    if len(keys) != 1 or None in keys:
+    # one victim each side, of one ClusterQueue and priority, reserved in one second: Kueue's choice
+    # between them is its random UID; what else differs in that step follows from that choice
+    shared = ({key(real, j) for j in only_real} & {key(twin, j) for j in only_twin}) - {None}
+    if not shared:
         return ""
-    cq, prio, second = next(iter(keys))
+    cq, prio, second = min(shared)
     tie = (f"t={t0:g}: Kueue preempted {' '.join(only_real)}, the twin {' '.join(only_twin)}: equal "
            f"priority {prio} in ClusterQueue {cq}, quota reserved in the same second ({second} s): Kueue's "
            "last tie-break is the Workloads' random UIDs (docs/kueue.md)")  # fmt: skip
