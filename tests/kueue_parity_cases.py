@@ -161,6 +161,15 @@ CASES = [
         lambda r: killed(r) == {"a2", "a3"} and at(r, "b0") < 21,
     ),  # fmt: skip
     KueueCase(
+        # one cycle admits a1 and b2 (borrowing a's last core), the next reclaims b2 for a2 while b2's
+        # admission is still being written: the race the real backend's serial admissions remove
+        "reclaim-just-admitted",
+        two_teams(2, 2, preemption={"reclaimWithinCohort": "Any"}),
+        [job("b0", 0, "b", delay=200), job("b1", 0, "b", delay=200), job("a1", 10, "a"),
+         job("b2", 10, "b"), job("a2", 10, "a")],
+        lambda r: at(r, "a2") < 11 and at(r, "b2") > 100 and "restarted" in r["b2"]["reason"],
+    ),  # fmt: skip
+    KueueCase(
         "borrow-within-cohort",  # a, at its nominal, borrows by preempting c's lower-priority borrower
         [flavor("f"), *PRIORITIES, cohort("co"),
          cq("team-a", {"f": {"cpu": 1}}, "co", preemption={

@@ -104,6 +104,7 @@ def parity_queues(platform: Path, workload: Path, queues: Path, out: Path, user_
         for m in mismatches:
             if m.field == "node" and not m.tie:
                 m.tie = f"a node among the tied best (parallelism {parallelism}: upstream's order varies)"
+    mismatches.sort(key=lambda m: (m.at, m.job, m.field))  # the first divergence first
     jobparity.write(out / "parity.csv", mismatches)
     jobs = {jobparity.base_job(j) for j in real.keys() | twin.keys()}
     differing = {jobparity.base_job(m.job) for m in mismatches if m.job in real or m.job in twin}
