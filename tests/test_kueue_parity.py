@@ -110,30 +110,48 @@ def test_compare_names_each_differing_field_and_the_evictions():
                    ("w0!b", "evictions"): ("1 at 10", "0")}  # fmt: skip
 
 
-def test_a_swap_of_tied_victims_is_the_documented_tie_and_nothing_else_is():
-    killed = {"state": "Killed", "finish_time": "10"}
-    again = {"submit_time": "10", "admitted_at": "100", "start_time": "100", "finish_time": "200"}
-    real = _run(("w0!a", killed), ("w0!a#r1", again), ("w0!b", {"admitted_at": "0.7"}))
-    twin = _run(("w0!a", {}), ("w0!b", {"admitted_at": "0.7", **killed}), ("w0!b#r1", again))
-    # the preemptor, admitted in the step that chose the victim (Batsim kills it a few ms later), takes its
-    # node: a consequence of the tie too
-    real["w0!p"] = {**ROW, "job_id": "w0!p", "submit_time": "9.9", "admitted_at": "9.998",
-                    "start_time": "9.998", "node": "node-2"}
-    twin["w0!p"] = {**real["w0!p"], "node": "node-3"}
+KILLED = {"state": "Killed", "finish_time": "10"}
+AGAIN = {"submit_time": "10", "admitted_at": "100", "start_time": "100", "finish_time": "200"}
+
+
+def _swap(b_admitted: str = "0.7"):
+    """a and b of one ClusterQueue and priority: Kueue preempted a at 10, the twin b; the preemptor p,
+    admitted in the step that chose the victim (Batsim kills it a few ms later), took its node."""
+    p = {"submit_time": "9.9", "admitted_at": "9.998", "start_time": "9.998"}
+    real = _run(("w0!a", KILLED), ("w0!a#r1", AGAIN), ("w0!b", {"admitted_at": b_admitted}),
+                ("w0!p", {**p, "node": "node-2"}))  # fmt: skip
+    twin = _run(("w0!a", {}), ("w0!b", {"admitted_at": b_admitted, **KILLED}), ("w0!b#r1", AGAIN),
+                ("w0!p", {**p, "node": "node-3"}))  # fmt: skip
+    return real, twin
+
+
+def _tie(real, twin) -> tuple[str, list]:
     mismatches = jobparity.compare(real, twin)
-    tie = jobparity.victim_tie(real, twin, mismatches, lambda r: 0)
+    return jobparity.victim_tie(real, twin, mismatches, lambda r: 0), mismatches
+
+
+def test_a_swap_of_tied_victims_is_the_documented_tie():
+    tie, mismatches = _tie(*_swap())
     assert "random UIDs" in tie and all(m.tie for m in mismatches)
     assert ("w0!p", "node") in {(m.job, m.field) for m in mismatches}
-    # reserved in different seconds: Kueue's order is not a tie there, the difference is the twin's
-    twin["w0!b"]["admitted_at"] = real["w0!b"]["admitted_at"] = "1.2"
-    mismatches = jobparity.compare(real, twin)
-    assert jobparity.victim_tie(real, twin, mismatches, lambda r: 0) == ""
-    assert not any(m.tie for m in mismatches)
-    # a difference before the victims is not excused by them
-    real["w0!b"]["admitted_at"] = twin["w0!b"]["admitted_at"] = "0.7"
-    twin["w0!a"]["node"] = "node-5"
-    mismatches = jobparity.compare(real, twin)
-    assert jobparity.victim_tie(real, twin, mismatches, lambda r: 0) == ""
+
+
+def test_victims_reserved_in_different_seconds_are_no_tie():
+    tie, mismatches = _tie(*_swap(b_admitted="1.2"))
+    assert tie == "" and not any(m.tie for m in mismatches)
+
+
+def test_a_difference_before_the_victims_is_not_excused_by_them():
+    real, twin = _swap()
+    twin["w0!a"]["node"] = "node-5"  # bound elsewhere at 0.02
+    assert _tie(real, twin)[0] == ""
+
+
+def test_the_same_victim_killed_a_little_later_on_one_side_is_no_swap():
+    real = _run(("w0!a", KILLED), ("w0!a#r1", AGAIN), ("w0!b", {"admitted_at": "0.7", **KILLED}))
+    later = {**KILLED, "finish_time": "10.2"}
+    twin = _run(("w0!a", later), ("w0!a#r1", AGAIN), ("w0!b", {"admitted_at": "0.7"}))
+    assert _tie(real, twin)[0] == ""
 
 
 def test_parity_queues_refuses_bad_input_in_one_line(tmp_path: Path):

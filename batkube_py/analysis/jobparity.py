@@ -127,9 +127,9 @@ def victim_tie(real: dict[str, dict[str, str]], twin: dict[str, dict[str, str]],
     chosen = max((a for a in admissions if a is not None and t0 - 1 <= a <= t0), default=t0)
     if min(m.at for m in mismatches) < chosen - 1e-6:
         return ""  # something differed before the victims did
-    # the victims Batsim killed in the step that chose them (a few ms apart)
-    only_real = sorted(j for t, j in killed["real"] - killed["twin"] if t - t0 < 0.5)
-    only_twin = sorted(j for t, j in killed["twin"] - killed["real"] if t - t0 < 0.5)
+    # the victims Batsim killed in the step that chose them (a few ms apart), on one side only
+    step = {side: {j for t, j in k if t0 <= t < t0 + 0.5} for side, k in killed.items()}
+    only_real, only_twin = sorted(step["real"] - step["twin"]), sorted(step["twin"] - step["real"])
 
     def key(rows: dict[str, dict[str, str]], job_id: str) -> tuple | None:
         r = rows.get(job_id)
