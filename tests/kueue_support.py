@@ -96,7 +96,8 @@ class Driver:
         tpl = pod_template(cpu, **template)
         per_pod = {"cpu": round(cpu * 1000)}
         wl = Workload(
-            name, cq, cq, priority, t, next(self._seq), per_pod, tpl, [f"{name}-{i}" for i in range(pods)]
+            name, cq, cq, priority, t, next(self._seq), per_pod, tpl, [f"{name}-{i}" for i in range(pods)],
+            plain=pods == 1,
         )
         self.twin.submit(wl)
         return wl

@@ -2,6 +2,7 @@
 
 For users who want to trust the embedded twin with their own KubeSchedulerConfiguration before running
 thousands of simulations on it (docs/sync.md, "Parity"). Exit status 1 when some decision differs.
+With --queues, the real Kueue and kube-scheduler against both twins, job by job (cli/kueueparity.py).
 """
 
 from __future__ import annotations
@@ -45,11 +46,26 @@ _file = click.Path(exists=True, dir_okay=False, path_type=Path)
     default=None,
     help="The release the twin follows (default: the control plane's, 1.32; docs/versions.md).",
 )
+@click.option("--queues", type=_file, default=None, metavar="FILE",
+              help="Kueue objects: run on the real Kueue v0.17.0 + kube-scheduler 1.37.2 and on the twins, "
+              "and compare job by job (docs/kueue.md, Parity).")  # fmt: skip
 def parity_cmd(platform, workload, out, scheduler_config, controlplane_dir, seed, batsim, overwrite,
-               kube_version) -> None:  # fmt: skip
+               kube_version, queues) -> None:  # fmt: skip
     """Run WORKLOAD on PLATFORM with the real kube-scheduler and check each of its decisions against
-    the embedded twin on the same cluster state."""
+    the embedded twin on the same cluster state; with --queues, run it on the real Kueue and
+    kube-scheduler and on their twins, and compare every job's admission, queue, flavor, evictions,
+    node and start."""
     from batkube_py.cli.app import run_claimed
+
+    if queues is not None:
+        if kube_version not in (None, "1.37"):
+            raise click.UsageError("--queues compares with the real Kueue beside kube-scheduler 1.37.2: "
+                                   "--kube-version must be 1.37")  # fmt: skip
+        from batkube_py.cli.kueueparity import parity_queues
+
+        parity_queues(platform, workload, queues, out, scheduler_config, controlplane_dir, seed, batsim,
+                      overwrite)  # fmt: skip
+        return
 
     cfg = RunConfig(platform=platform, workload=workload, out=out, seed=seed, batsim=batsim,
                     progress=sys.stderr.isatty(), scheduler_config=scheduler_config)  # fmt: skip

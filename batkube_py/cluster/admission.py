@@ -49,6 +49,7 @@ class KueueAdmission:
         self.twin.cache.cluster = self._cluster
         self._workload_of: dict[str, Workload] = {}  # pod → its Workload, while the pod exists
         self._gone: set[str] = set()  # pods deleted here (unbound preemption victims, given up)
+        self._stopped: set[Workload] = set()  # Workloads whose eviction was reported, until their pods go
         self._admissions: list[Admission] = []
         self._evictions: list[Eviction] = []
         self._seq = 0
@@ -71,7 +72,7 @@ class KueueAdmission:
             priority = self.twin.priority(priority_class, pod.spec.priority or 0)
             cq = self.twin.cache.lq_to_cq[queue]
             wl = Workload(name, queue, cq, priority, now, self._seq, pod_requests(pod), pod,
-                          topology=topology_of(pod))  # fmt: skip
+                          topology=topology_of(pod), plain=group_of(pod) is None)  # fmt: skip
             self.twin.submit(wl)
         wl.pods.append(pod.metadata.name)
         self._workload_of[pod.metadata.name] = wl
@@ -90,6 +91,7 @@ class KueueAdmission:
             return
         wl.pods.remove(name)
         if not wl.pods:
+            self._stopped.discard(wl)
             self.twin.finish(wl)
 
     def ungate_pod(self, name: str, now: float) -> None:
@@ -112,27 +114,23 @@ class KueueAdmission:
         while True:
             for wl in decisions.admitted:
                 self._admitted(wl, now)
-            unbound = [t for t in decisions.preempted if not self._bound(t.workload)]
-            # Kueue v0.17.0 counts a plain pod as never active (Pod.IsActive reads the group's pod list,
-            # empty for a single pod), so a preempted single pod's quota is free at once, while its job is
-            # still being killed; a pod group's stays until its pods stop (docs/kueue.md)
-            single = [
-                t for t in decisions.preempted if t not in unbound and t.workload.pods == [t.workload.name]
-            ]
-            for t in decisions.preempted:
+            # a victim preempted again while its pod stops: Kueue finds no pod to delete, nothing to report
+            fresh = [t for t in decisions.preempted if t.workload not in self._stopped]
+            unbound = [t for t in fresh if not self._bound(t.workload)]
+            for t in fresh:
                 why = f"preempted by Kueue ({t.reason}) in ClusterQueue {t.workload.cluster_queue}"
                 self._evictions.append(Eviction(t.workload.name, why))
+                self._stopped.add(t.workload)
                 self.preempted += 1
-            for t in single:
-                self.twin.finish(t.workload)
             for t in unbound:  # Kueue deletes the pods; not bound, they are gone at once
                 for pod in list(t.workload.pods):
                     self.inner.delete_pod(pod, now)
                     self._gone.add(pod)
                     self._workload_of.pop(pod, None)
                 t.workload.pods.clear()
+                self._stopped.discard(t.workload)
                 self.twin.finish(t.workload)
-            if not unbound and not single:
+            if not unbound:
                 break
             decisions = self.twin.run(now)
         return self.inner.schedule(now)
@@ -202,7 +200,7 @@ class KueueAdmission:
         """With no workload admitted any more, a pending one never will be (it was tried on empty quota)."""
         gone: list[Unschedulable] = []
         if not self.twin.admitted():
-            for wl in self.twin.pending():
+            for wl in [w for w in self.twin.pending() if not w.stopping]:
                 why = f"Kueue never admits it in ClusterQueue {wl.cluster_queue}: {wl.message or 'no quota'}"
                 for pod in list(wl.pods):
                     self.inner.delete_pod(pod, now)

@@ -36,12 +36,13 @@ log = logging.getLogger(__name__)
 RELEASE_GATE = "batkube.io/release"
 _HELD = {kq.ADMISSION_GATE, kq.TOPOLOGY_GATE, RELEASE_GATE}  # the gates a pod has until Kueue admits it
 MAX_ROUNDS = 20  # Kueue settles in one step: preemption rounds before the step is declared stuck
-_UIDS = re.compile(r" \(UID: [^)]*\)")  # Kueue names the preemptor's random UIDs in its message
+_PREEMPTOR = re.compile(r"\(UID: [^,)]*, JobUID: ([^)]*)\)")
 
 
-def _reason(why: str | None) -> str:
-    """Kueue's eviction message without the random UIDs it names (pods.csv is the same on every run)."""
-    return _UIDS.sub("", why or "preempted by Kueue")
+def stable_reason(why: str | None, pods: dict[str, str]) -> str:
+    """Kueue's preemption message names the preemptor by its Workload's and pod's random UIDs: the pod's
+    name instead, so that the same inputs give the same pods.csv."""
+    return _PREEMPTOR.sub(lambda m: f"(pod {pods.get(m.group(1), 'unknown')})", why or "preempted by Kueue")
 
 
 class _RecordingHttp:
@@ -96,6 +97,7 @@ class KueueCluster(QueueCluster):
         self._group_order: dict[str, int] = {}  # Kueue pod group → its members' FIFO label
         self._kgroups: dict[str, set[str]] = {}  # Kueue pod group → its members that exist
         self._kgroup_of: dict[str, str] = {}
+        self._pod_uids: dict[str, str] = {}  # uid → name of the pods the adapter created
         self._finishing: set[str] = set()  # finished pods to delete once Kueue has finished their Workload
         self._admissions: list[Admission] = []
         self._kueue_victims: list[Eviction] = []
@@ -107,9 +109,12 @@ class KueueCluster(QueueCluster):
         super().__init__(*args, **kw)
 
     def _note(self, out):
-        rv = int(((out or {}).get("metadata") or {}).get("resourceVersion") or 0)
+        meta = (out or {}).get("metadata") or {}
+        rv = int(meta.get("resourceVersion") or 0)
         with self._rv_lock:
             self._pods_rv = max(self._pods_rv, rv)
+            if meta.get("uid"):
+                self._pod_uids[meta["uid"]] = meta.get("name", "")
         return out
 
     def _create_cluster(self, nodes: list[client.V1Node]) -> None:
@@ -256,13 +261,15 @@ class KueueCluster(QueueCluster):
             victims = [
                 d for d in victims if (n := d["pod"][len(own) :]) in self.specs and n not in self._stopping
             ]
+            with self._rv_lock:
+                uids = dict(self._pod_uids)
             reported = {e.pod for e in self._kueue_victims}
             freed = []
             for d in victims:
                 name = d["pod"][len(own) :]
                 if (job := self._job_name(name)) not in reported:  # a group's members: one eviction
                     reported.add(job)
-                    self._kueue_victims.append(Eviction(job, _reason(d.get("why"))))
+                    self._kueue_victims.append(Eviction(job, stable_reason(d.get("why"), uids)))
                 freed.append(self._stopped(name, now))
             if not any(freed):
                 return

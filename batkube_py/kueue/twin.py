@@ -1,10 +1,11 @@
 """Kueue's admission as one object on the simulated clock: the cache, the queue manager and the scheduler
 wired as Kueue's main wires them, driven by the embedded backend (cluster/admission.py).
 
-Kueue's scheduler loops forever, one cycle after another. The twin runs cycles at an instant until a
-cycle changes nothing (no admission, no new preemption, no workload moved to the inadmissible set, no
-flavor walk left half-way): the next cycle would then see the same heads on the same snapshot and
-decide the same, as Kueue's own retries do until an event changes the state.
+A preempted plain pod's Workload loses its quota at once and is queued again until its pod is gone
+(requeue_evicted). Kueue's scheduler loops forever, one cycle after another. The twin runs cycles at an
+instant until a cycle changes nothing (no admission, no new preemption, no workload moved to the
+inadmissible set, no flavor walk left half-way): the next cycle would then see the same heads on the same
+snapshot and decide the same, as Kueue's own retries do until an event changes the state.
 """
 
 from __future__ import annotations
@@ -62,6 +63,18 @@ class KueueTwin:
         self.queues.delete(wl)
         self.queues.queue_inadmissible(wl.cluster_queue)
 
+    def requeue_evicted(self, wl: Workload) -> None:
+        """The job framework's reconciler on an evicted Workload whose job is no longer active (step 6 of
+        pkg/controller/jobframework/reconciler.go): its pod is deleted, its quota reservation cleared and
+        the Workload queued again with its creation time; a plain pod is never active (Pod.IsActive reads
+        the group's list, empty for a single pod), so this happens at eviction, while the pod is still
+        stopping, and the Workload may preempt and be admitted again until its pod is gone (finish)."""
+        self.cache.release(wl)
+        wl.usage, wl.flavors, wl.frs, wl.admitted_at = None, {}, frozenset(), None
+        wl.evicted, wl.stopping, wl.last_tried = False, True, None
+        self.queues.add(wl)
+        self.queues.queue_inadmissible(wl.cluster_queue)
+
     def run(self, now: float) -> Decisions:
         out = Decisions()
         self.cache.tas_trees = None
@@ -74,8 +87,12 @@ class KueueTwin:
             out.cycles += 1
             if self.observer is not None:
                 self.observer.cycle(now, result, before)
-            out.admitted += result.admitted
+            # a Workload admitted again while its pod stops starts nothing: not an admission to act on
+            out.admitted += [wl for wl in result.admitted if not wl.stopping]
             out.preempted += result.preempted
+            for t in result.preempted:
+                if t.workload.plain:
+                    self.requeue_evicted(t.workload)
             walking = any(e.wl.pending_flavors() and e.status != "assumed" for e in result.entries)
             if not (result.admitted or result.preempted or result.moved_inadmissible or walking):
                 break

@@ -60,6 +60,7 @@ class Workload:
     template: client.V1Pod  # what flavor matching reads (nodeSelector, affinity, tolerations)
     pods: list[str] = field(default_factory=list)
     topology: tas.TopologyRequest | None = None  # the PodSet's explicit topology request
+    plain: bool = True  # one plain pod (not a pod group): Kueue never counts its pod as active
     # admission (status.admission) and what the scheduler remembers between attempts
     usage: dict[FR, int] | None = None
     flavors: dict[str, str] = field(default_factory=dict)  # resource → flavor
@@ -68,6 +69,7 @@ class Workload:
     admitted_at: float | None = None
     admission_seq: int = 0  # quota reservation order: the "more recent first" of preemption ordering
     evicted: bool = False  # Evicted=True (a preemption victim still holding its quota)
+    stopping: bool = False  # evicted, its pods being deleted: queued again, never started again
     last_tried: dict[str, int] | None = None  # fungibility memory: resource → LastTriedFlavorIdx
     message: str = ""  # why it is pending (the QuotaReserved=False message)
 

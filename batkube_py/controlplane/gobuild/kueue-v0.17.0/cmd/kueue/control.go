@@ -54,14 +54,16 @@ const poll = time.Millisecond
 // rate limiter (5 ms, doubling per failure of the same item) where no metric shows it.
 const retryWindow = 250 * time.Millisecond
 
-// holdChecker is the queue manager's StatusChecker: while held, no ClusterQueue gives the scheduler a head.
+// holdChecker is the queue manager's StatusChecker: while held, or while an admission is being written
+// (serial.go), no ClusterQueue gives the scheduler a head.
 type holdChecker struct {
-	cache *schdcache.Cache
-	held  atomic.Bool
+	cache     *schdcache.Cache
+	held      atomic.Bool
+	admitting atomic.Int64
 }
 
 func (h *holdChecker) ClusterQueueActive(name kueue.ClusterQueueReference) bool {
-	return !h.held.Load() && h.cache.ClusterQueueActive(name)
+	return !h.held.Load() && h.admitting.Load() == 0 && h.cache.ClusterQueueActive(name)
 }
 
 type control struct {
@@ -226,6 +228,10 @@ func (c *control) settle(w http.ResponseWriter, r *http.Request) {
 		if !ok {
 			base = nil
 			return false, why
+		}
+		if n := c.hold.admitting.Load(); n > 0 {
+			base = nil
+			return false, fmt.Sprintf("%d admissions being written", n)
 		}
 		if g.pendingActive == 0 {
 			return true, ""

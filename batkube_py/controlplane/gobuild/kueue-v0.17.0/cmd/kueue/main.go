@@ -204,6 +204,7 @@ func run(kubeconfig, configFile, address string, withTAS bool) error {
 		scheduler.WithPreemptionExpectations(expectations),
 		scheduler.WithFairSharing(cfg.FairSharing),
 		scheduler.WithAdmissionFairSharing(cfg.AdmissionFairSharing))
+	serialAdmissions(sched, hold, queues)
 	if err := mgr.Add(sched); err != nil {
 		return err
 	}
