@@ -236,6 +236,8 @@ def extract(trace: Path, period: float, utilisation: float, variation: float, se
                    "groups' ClusterQueues) [default: --queue-from].")
 @click.option("--queueing-strategy", type=click.Choice(list(queues.STRATEGIES)), default="BestEffortFIFO",
               show_default=True, help="The ClusterQueues' queueingStrategy.")
+@click.option("--fair-sharing", is_flag=True,
+              help="With --queue-from: " + queues.FAIR_SHARING_RULE + ".")
 @click.option("--quota-cores", type=click.IntRange(min=1), default=None,
               help="Cores the quotas share out [default: the --platform's compute cores].")
 @click.option("--queues-out", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -250,7 +252,8 @@ def convert_command(trace: Path, out: Path, normalize_cpu: float | None, normali
                     walltime_factor: float | None, keep_ids: bool, jobs_from_time: float | None, nb_res: int,
                     cores_per_node: float | None, platform: Path | None, one_pod_per_node: bool,
                     group_policy: str, queue_from: str | None, cluster_queue_from: str | None,
-                    queueing_strategy: str, quota_cores: int | None, queues_out: Path | None,
+                    queueing_strategy: str, fair_sharing: bool, quota_cores: int | None,
+                    queues_out: Path | None,
                     indent: int | None, strict: bool) -> None:
     """Convert TRACE into a Batsim 4.2.1 delay workload (nb_res, jobs, profiles) for batkube.
 
@@ -275,7 +278,8 @@ def convert_command(trace: Path, out: Path, normalize_cpu: float | None, normali
         scheduler=scheduler, walltime_factor=walltime_factor, keep_ids=keep_ids,
         jobs_from_time=jobs_from_time, nb_res=nb_res, cores_per_node=cores_per_node,
         one_pod_per_node=one_pod_per_node, group_policy=group_policy, queue_from=queue_from,
-        cluster_queue_from=cluster_queue_from, queueing_strategy=queueing_strategy, quota_cores=quota_cores)
+        cluster_queue_from=cluster_queue_from, queueing_strategy=queueing_strategy, quota_cores=quota_cores,
+        fair_sharing=fair_sharing)
     options.validate()
     parsed = _load(trace, strict)
     workload, report = convert(parsed, options)
@@ -305,13 +309,17 @@ def _write_queues(plan: queues.QueuePlan, path: Path, trace: Path, options: Conv
               f"{trace.name}:",
               f"one LocalQueue per {options.queue_from}, one ClusterQueue per {by}, all in cohort "
               f"{queues.COHORT!r}, {plan.strategy}.", f"Quotas of {plan.cores} cores: {queues.QUOTA_RULE}."]
+    if plan.fair_sharing:
+        header.append(f"Fair sharing: {queues.FAIR_SHARING_RULE}.")
     if plan.split:
         header.append(f"{len(plan.split)} {options.queue_from}(s) span several {by}s: one LocalQueue per "
                       "pair.")
     lines = textwrap.wrap(" ".join(header), 104, break_on_hyphens=False)
     path.write_text(queues.render(plan, lines), encoding="utf-8")
     quota = ", ".join(f"{cq} {q}" for cq, q in plan.quotas.items())
+    fair = ", fair sharing" if plan.fair_sharing else ""
     console.print(f"wrote {path}: {len(plan.local_queues)} LocalQueues, {len(plan.quotas)} ClusterQueues in "
-                  f"cohort {queues.COHORT!r} ({plan.strategy}; cpu quotas of {plan.cores} cores: {quota})")
+                  f"cohort {queues.COHORT!r} ({plan.strategy}{fair}; cpu quotas of {plan.cores} cores: "
+                  f"{quota})")
     if plan.split:
         console.print(f"  {', '.join(plan.split)}: jobs in several {by}s, one LocalQueue per {by}")

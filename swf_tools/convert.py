@@ -56,6 +56,7 @@ class ConvertOptions:
     cluster_queue_from: str | None = None  # the field naming the ClusterQueues (default: queue_from)
     queueing_strategy: str = "BestEffortFIFO"
     quota_cores: int | None = None  # the platform's cores, shared out as the ClusterQueues' quotas
+    fair_sharing: bool = False  # queues.FAIR_SHARING_RULE
 
     def validate(self) -> None:
         """Reject contradictory options up front, before any work, with the option names in the message."""
@@ -100,8 +101,10 @@ class ConvertOptions:
 
     def _validate_queues(self) -> None:
         if self.queue_from is None:
-            if self.cluster_queue_from is not None or self.quota_cores is not None:
-                flag = "--cluster-queue-from" if self.cluster_queue_from is not None else "--quota-cores"
+            if self.cluster_queue_from is not None or self.quota_cores is not None or self.fair_sharing:
+                given = {"--cluster-queue-from": self.cluster_queue_from is not None,
+                         "--quota-cores": self.quota_cores is not None, "--fair-sharing": self.fair_sharing}
+                flag = next(f for f, on in given.items() if on)
                 raise ConversionError(f"{flag} needs --queue-from")
             return
         for flag, value in (("--queue-from", self.queue_from),
@@ -275,7 +278,8 @@ def convert(trace: SwfTrace, options: ConvertOptions) -> tuple[BatsimWorkload, C
         report.queue_plan = queues.plan(
             queues.names(kept, options.queue_from),
             queues.names(kept, options.cluster_queue_from or options.queue_from),
-            cpu * res * delay, int(options.quota_cores), options.queueing_strategy)  # type: ignore[arg-type]
+            cpu * res * delay, int(options.quota_cores), options.queueing_strategy,  # type: ignore[arg-type]
+            options.fair_sharing)
     profiles: dict[str, DelayProfile] = {}
     out_jobs: list[Job] = []
     order = np.argsort(subtime, kind="stable")

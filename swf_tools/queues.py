@@ -27,6 +27,12 @@ QUOTA_RULE = (
     "(more only by what the 1-core floor adds); every ClusterQueue may borrow the cohort's idle quota, "
     "with no borrowing or lending limit and no preemption (Kueue's defaults)"
 )
+FAIR_SHARING_RULE = (
+    "Kueue's fair sharing on (Configuration.fairSharing, preemption strategies LessThanOrEqualToFinalShare "
+    "then LessThanInitialShare), every ClusterQueue of weight 1 with reclaimWithinCohort: Any, so a "
+    "ClusterQueue below its share takes back its quota from the borrowers above theirs"
+)
+FAIR_SHARING_STRATEGIES = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
 
 
 def names(jobs: pd.DataFrame, source: str) -> np.ndarray:
@@ -46,10 +52,11 @@ class QueuePlan:
     core_seconds: dict[str, float]  # ClusterQueue -> its jobs' core-seconds
     quotas: dict[str, int] = field(default_factory=dict)
     split: list[str] = field(default_factory=list)  # values whose jobs span several ClusterQueues
+    fair_sharing: bool = False  # FAIR_SHARING_RULE
 
 
 def plan(queue_names: np.ndarray, cq_names: np.ndarray, core_seconds: np.ndarray, cores: int,
-         strategy: str) -> QueuePlan:  # fmt: skip
+         strategy: str, fair_sharing: bool = False) -> QueuePlan:  # fmt: skip
     """LocalQueues per value; a value whose jobs fall in several ClusterQueues (a user of two groups)
     gets one LocalQueue per ClusterQueue, named `<value>-<cluster queue>`, and is listed in `split`."""
     pairs = pd.DataFrame({"lq": queue_names, "cq": cq_names})
@@ -59,7 +66,7 @@ def plan(queue_names: np.ndarray, cq_names: np.ndarray, core_seconds: np.ndarray
     local = dict(sorted(zip(lq.tolist(), pairs["cq"].tolist(), strict=True)))
     used = pd.Series(core_seconds, dtype=float).groupby(cq_names).sum()
     result = QueuePlan(strategy, cores, lq.tolist(), local, {str(k): float(v) for k, v in used.items()},
-                       split=split)  # fmt: skip
+                       split=split, fair_sharing=fair_sharing)  # fmt: skip
     result.quotas = quotas(result.core_seconds, cores)
     return result
 
@@ -97,7 +104,11 @@ def render(queue_plan: QueuePlan, header: Sequence[str]) -> str:
             f"  queueingStrategy: {queue_plan.strategy}", "  resourceGroups:",
             "  - coveredResources: [cpu]", "    flavors:", f"    - name: {FLAVOR}", "      resources:",
             f"      - {{name: cpu, nominalQuota: {quota}}}",
+            *(["  preemption: {reclaimWithinCohort: Any}"] if queue_plan.fair_sharing else []),
         ])  # fmt: skip
     for lq, cq in queue_plan.local_queues.items():
         lines += _document("LocalQueue", lq, [f"spec: {{clusterQueue: {cq}}}"])
+    if queue_plan.fair_sharing:
+        lines += ["---", "apiVersion: config.kueue.x-k8s.io/v1beta2", "kind: Configuration", "fairSharing:",
+                  f"  preemptionStrategies: [{', '.join(FAIR_SHARING_STRATEGIES)}]"]  # fmt: skip
     return "\n".join(lines[:len(header)] + lines[len(header) + 1:]) + "\n"
