@@ -83,7 +83,13 @@ def run_both(tmp: Path, name: str) -> tuple[dict, dict, dict, dict]:
     """The case on the real backend and on the twins: each run's jobs (jobs()) and summary."""
     case, docs = GANG_CASES[name]
     platform, workload, _, _ = case.write(tmp / "in")
-    queues = write(tmp / "in", docs)
+    return run_pair(tmp, platform, workload, write(tmp / "in", docs))
+
+
+def run_pair(tmp: Path, platform: Path, workload: Path, queues: Path) -> tuple[dict, dict, dict, dict]:
+    """These inputs on the real backend (a private control plane) and on the twins, `parallelism: 1` on
+    both sides: each run's jobs (jobs()) and summary, the real one's versions and shadow parity checked."""
+    (tmp / "in").mkdir(exist_ok=True)
     (tmp / "in" / "serial.yaml").write_text(SERIAL)
     common = ["-p", str(platform), "-w", str(workload), "--batsim", str(DOUBLE), "--no-progress",
               "--queues", str(queues), "--scheduler-config", str(tmp / "in" / "serial.yaml")]  # fmt: skip

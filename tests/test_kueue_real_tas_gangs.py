@@ -1,0 +1,78 @@
+"""Gangs with a topology request (Kueue pod groups under topology-aware flavors) on the real backend: the
+real Kueue v0.17.0 finds each gang its domain, its topology ungater gives every member its node, the real
+kube-scheduler 1.37.2 places the group, on the Batsim 4.2.1 double (docs/kueue.md). Checked against a
+hand-computed expectation and against the twins, job by job: admission instant, ClusterQueue, flavor,
+start and the SET of nodes (Kueue's ungater hands a gang's pods their domains in its own order).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+from kueue_support import cq, flavor, lq, write
+from test_kueue_real_gangs import at, kueue, run_pair  # noqa: F401  (kueue: a fixture)
+from test_kueue_tas import HOST, POOL, ZONE, topology
+
+from batkube_py.inputs.platforms import rack_platform
+
+pytestmark = pytest.mark.usefixtures("kueue")
+
+
+def run_on_racks(tmp: Path, jobs_: list[dict]) -> tuple[dict, dict, dict, dict]:
+    """2 racks of 4 one-core nodes, one TAS flavor over rack and host with 8 cores of quota, one-core pods
+    of 100 s: the real pair and the twins (run_pair)."""
+    inputs = tmp / "in"
+    inputs.mkdir()
+    (inputs / "racks.xml").write_text(rack_platform(2, 8, "1", labels=POOL))
+    profiles = {"p": {"type": "delay", "delay": 100, "cpu": "1"}}
+    (inputs / "w.json").write_text(json.dumps({"nb_res": 8, "profiles": profiles, "jobs": [
+        {"profile": "p", "queue": "q", **j} for j in jobs_]}))  # fmt: skip
+    racks = flavor("racks", topologyName="dc", nodeLabels=POOL)
+    queues = write(inputs, [topology(levels=(ZONE, HOST)), racks, cq("cq", {"racks": {"cpu": 8}}),
+                            lq("q", "cq")])  # fmt: skip
+    return run_pair(tmp, inputs / "racks.xml", inputs / "w.json", queues)
+
+
+def nodes(*ids: int) -> set[str]:
+    return {f"node-{i}" for i in ids}
+
+
+def test_gangs_find_their_racks_as_in_the_twin(tmp_path):
+    # g1 (3 pods, one rack) at 0: both racks hold 4, BestFit keeps the first: rack0. g2 at 10: rack0 has
+    # 1 slot, so rack1. At 20 j3 (2 pods, one rack) fits no rack and waits; j4 (2 pods preferring one
+    # rack) falls back to both: node-3 and node-7. At 100 g1 ends; j3 takes two nodes of rack0.
+    jobs_ = [{"id": "g1", "subtime": 0, "res": 3, "topology": {"required": ZONE}},
+             {"id": "g2", "subtime": 10, "res": 3, "topology": {"required": ZONE}},
+             {"id": "j3", "subtime": 20, "res": 2, "topology": {"required": ZONE}},
+             {"id": "j4", "subtime": 20, "res": 2, "topology": {"preferred": ZONE}}]  # fmt: skip
+    real, summary, twin, _ = run_on_racks(tmp_path, jobs_)
+    assert real == twin
+    expected = {"g1": (0, nodes(0, 1, 2)), "g2": (10, nodes(4, 5, 6)), "j4": (20, nodes(3, 7)),
+                "j3": (100, nodes(0, 1))}  # fmt: skip
+    assert {j: (int(at(r)), r["nodes"]) for j, r in real.items()} == expected
+    assert all((r["cluster_queue"], r["flavor"], r["state"]) == ("cq", "racks", "Succeeded")
+               and at(r) == at(r, "start_time") for r in real.values())  # fmt: skip
+    assert summary["jobs_succeeded"] == 4
+
+
+def test_whole_racks_and_a_gang_no_rack_holds(tmp_path):
+    # a and b (4 pods, one rack each) at 0 take a whole rack each. At 10, c (5 pods, one rack) fits no
+    # rack even on empty nodes: Kueue never admits it; d (5 pods preferring one rack) waits for quota
+    # until 100, then spreads over both racks.
+    jobs_ = [{"id": "a", "subtime": 0, "res": 4, "topology": {"required": ZONE}},
+             {"id": "b", "subtime": 0, "res": 4, "topology": {"required": ZONE}},
+             {"id": "c", "subtime": 10, "res": 5, "topology": {"required": ZONE}},
+             {"id": "d", "subtime": 10, "res": 5, "topology": {"preferred": ZONE}}]  # fmt: skip
+    real, summary, twin, _ = run_on_racks(tmp_path, jobs_)
+    assert real == twin
+    expected = {"a": (0, nodes(0, 1, 2, 3)), "b": (0, nodes(4, 5, 6, 7)), "d": (100, nodes(0, 1, 2, 3, 4))}
+    assert {j: (int(at(r)), r["nodes"]) for j, r in real.items() if j != "c"} == expected
+    assert real["c"]["state"] == "Rejected" and summary["jobs_succeeded"] == 3
+    for side in ("real", "twin"):
+        with (tmp_path / side / "rejected.csv").open() as f:
+            rejected = {r["job_id"]: r["expected"] for r in csv.DictReader(f)}
+        assert list(rejected) == ["w0!c"] and "Kueue never admits it" in rejected["w0!c"]
+        assert 'topology "dc" allows to fit only 4 out of 5 pod(s)' in rejected["w0!c"], side
