@@ -33,7 +33,16 @@ def run_on_racks(tmp: Path, jobs_: list[dict]) -> tuple[dict, dict, dict, dict]:
     racks = flavor("racks", topologyName="dc", nodeLabels=POOL)
     queues = write(inputs, [topology(levels=(ZONE, HOST)), racks, cq("cq", {"racks": {"cpu": 8}}),
                             lq("q", "cq")])  # fmt: skip
-    return run_pair(tmp, inputs / "racks.xml", inputs / "w.json", queues)
+    real, summary, twin, twin_summary = run_pair(tmp, inputs / "racks.xml", inputs / "w.json", queues)
+    # each member on the same node on both sides: Kueue's ungater hands the domains out by the members'
+    # ranks (their pod-group-pod-index label), the twin in member order
+    assert members(tmp / "real") == members(tmp / "twin")
+    return real, summary, twin, twin_summary
+
+
+def members(out: Path) -> dict[str, str]:
+    with (out / "pods.csv").open() as f:
+        return {r["pod"]: r["node"] for r in csv.DictReader(f)}
 
 
 def nodes(*ids: int) -> set[str]:
