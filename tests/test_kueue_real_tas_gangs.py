@@ -65,6 +65,8 @@ def test_gangs_find_their_racks_as_in_the_twin(tmp_path):
     assert all((r["cluster_queue"], r["flavor"], r["state"]) == ("cq", "racks", "Succeeded")
                and at(r) == at(r, "start_time") for r in real.values())  # fmt: skip
     assert summary["jobs_succeeded"] == 4
+    # nothing left to chance: the real pair's pods.csv is the twins', byte for byte
+    assert (tmp_path / "real" / "pods.csv").read_bytes() == (tmp_path / "twin" / "pods.csv").read_bytes()
 
 
 def test_whole_racks_and_a_gang_no_rack_holds(tmp_path):
