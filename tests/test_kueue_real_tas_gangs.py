@@ -21,17 +21,17 @@ from batkube_py.inputs.platforms import rack_platform
 pytestmark = pytest.mark.usefixtures("kueue")
 
 
-def run_on_racks(tmp: Path, jobs_: list[dict]) -> tuple[dict, dict, dict, dict]:
-    """2 racks of 4 one-core nodes, one TAS flavor over rack and host with 8 cores of quota, one-core pods
-    of 100 s: the real pair and the twins (run_pair)."""
+def run_on_racks(tmp: Path, jobs_: list[dict], cores: int = 1) -> tuple[dict, dict, dict, dict]:
+    """2 racks of 4 nodes of CORES cores, one TAS flavor over rack and host with all of them as quota,
+    one-core pods of 100 s: the real pair and the twins (run_pair)."""
     inputs = tmp / "in"
     inputs.mkdir()
-    (inputs / "racks.xml").write_text(rack_platform(2, 8, "1", labels=POOL))
+    (inputs / "racks.xml").write_text(rack_platform(2, 8, str(cores), labels=POOL))
     profiles = {"p": {"type": "delay", "delay": 100, "cpu": "1"}}
     (inputs / "w.json").write_text(json.dumps({"nb_res": 8, "profiles": profiles, "jobs": [
         {"profile": "p", "queue": "q", **j} for j in jobs_]}))  # fmt: skip
     racks = flavor("racks", topologyName="dc", nodeLabels=POOL)
-    queues = write(inputs, [topology(levels=(ZONE, HOST)), racks, cq("cq", {"racks": {"cpu": 8}}),
+    queues = write(inputs, [topology(levels=(ZONE, HOST)), racks, cq("cq", {"racks": {"cpu": 8 * cores}}),
                             lq("q", "cq")])  # fmt: skip
     real, summary, twin, twin_summary = run_pair(tmp, inputs / "racks.xml", inputs / "w.json", queues)
     # each member on the same node on both sides: Kueue's ungater hands the domains out by the members'
@@ -87,3 +87,21 @@ def test_whole_racks_and_a_gang_no_rack_holds(tmp_path):
             rejected = {r["job_id"]: r["expected"] for r in csv.DictReader(f)}
         assert list(rejected) == ["w0!c"] and "Kueue never admits it" in rejected["w0!c"]
         assert 'topology "dc" allows to fit only 4 out of 5 pod(s)' in rejected["w0!c"], side
+
+
+def test_gangs_without_a_topology_request_in_a_tas_only_queue(tmp_path):
+    # 2 racks of 4 two-core nodes, 16 cores of quota, all in one TAS flavor: Kueue applies TAS to every
+    # workload, unconstrained without a request (LeastFreeCapacity at the lowest level, then by name).
+    # s (one pod) at 0: node-0. g (3 pods) at 10 fits no host: the least free first, node-0 (1 slot)
+    # then node-1 (2). h (4 pods) at 20: node-2, node-3. k (3 pods preferring one host) at 30: no host
+    # holds it, so one rack: rack1 (rack0 is full), its hosts by BestFit: node-4 (2), node-5 (1).
+    jobs_ = [{"id": "s", "subtime": 0, "res": 1},
+             {"id": "g", "subtime": 10, "res": 3},
+             {"id": "h", "subtime": 20, "res": 4},
+             {"id": "k", "subtime": 30, "res": 3, "topology": {"preferred": HOST}}]  # fmt: skip
+    real, summary, twin, _ = run_on_racks(tmp_path, jobs_, 2)
+    assert real == twin
+    expected = {"s": (0, nodes(0)), "g": (10, nodes(0, 1)), "h": (20, nodes(2, 3)), "k": (30, nodes(4, 5))}
+    assert {j: (int(at(r)), r["nodes"]) for j, r in real.items()} == expected
+    assert all(at(r) == at(r, "start_time") and r["flavor"] == "racks" for r in real.values())
+    assert summary["jobs_succeeded"] == 4
