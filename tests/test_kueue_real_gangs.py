@@ -79,9 +79,10 @@ def kueue(monkeypatch):
     require_kueue()
 
 
-def run_both(tmp: Path, name: str) -> tuple[dict, dict, dict, dict]:
-    """The case on the real backend and on the twins: each run's jobs (jobs()) and summary."""
-    case, docs = GANG_CASES[name]
+def run_both(tmp: Path, name: str, cases: dict | None = None) -> tuple[dict, dict, dict, dict]:
+    """The case (of GANG_CASES unless CASES) on the real backend and on the twins: each run's jobs
+    (jobs()) and summary."""
+    case, docs = (GANG_CASES if cases is None else cases)[name]
     platform, workload, _, _ = case.write(tmp / "in")
     return run_pair(tmp, platform, workload, write(tmp / "in", docs))
 
