@@ -79,18 +79,11 @@ def kueue(monkeypatch):
     require_kueue()
 
 
-def run_both(tmp: Path, name: str, cases: dict | None = None) -> tuple[dict, dict, dict, dict]:
-    """The case (of GANG_CASES unless CASES) on the real backend and on the twins: each run's jobs
-    (jobs()) and summary."""
-    case, docs = (GANG_CASES if cases is None else cases)[name]
+def run_both(tmp: Path, name: str, cases: dict[str, tuple[Case, list[dict]]] = GANG_CASES):
+    """The case on the real backend and on the twins: each run's jobs (jobs()) and summary."""
+    case, docs = cases[name]
     platform, workload, _, _ = case.write(tmp / "in")
-    return run_pair(tmp, platform, workload, write(tmp / "in", docs))
-
-
-def run_pair(tmp: Path, platform: Path, workload: Path, queues: Path) -> tuple[dict, dict, dict, dict]:
-    """These inputs on the real backend (a private control plane) and on the twins, `parallelism: 1` on
-    both sides: each run's jobs (jobs()) and summary, the real one's versions and shadow parity checked."""
-    (tmp / "in").mkdir(exist_ok=True)
+    queues = write(tmp / "in", docs)
     (tmp / "in" / "serial.yaml").write_text(SERIAL)
     common = ["-p", str(platform), "-w", str(workload), "--batsim", str(DOUBLE), "--no-progress",
               "--queues", str(queues), "--scheduler-config", str(tmp / "in" / "serial.yaml")]  # fmt: skip
