@@ -6,7 +6,12 @@ from __future__ import annotations
 
 from batkube_py.adapter import podshape
 from batkube_py.adapter.gangjobs import Gang, Gangs, pod_group
-from batkube_py.adapter.queuejobs import GROUP_COUNT_ANNOTATION, GROUP_NAME_LABEL, RETRIABLE_ANNOTATION
+from batkube_py.adapter.queuejobs import (
+    GROUP_COUNT_ANNOTATION,
+    GROUP_NAME_LABEL,
+    POD_INDEX_LABEL,
+    RETRIABLE_ANNOTATION,
+)
 from batkube_py.controlplane.kueue import role_hash
 from batkube_py.inputs.queues import QUEUE_LABEL
 
@@ -41,12 +46,15 @@ def test_a_gang_naming_a_queue_is_one_kueue_pod_group_of_its_size():
         assert pod.metadata.annotations[GROUP_COUNT_ANNOTATION] == "3"
         assert pod.metadata.annotations[RETRIABLE_ANNOTATION] == "false"
     assert [p.metadata.name for p in backend.pods] == ["w0-g-0", "w0-g-1", "w0-g-2"]
+    # each member's rank, for Kueue's topology ungater (domains handed out in member order)
+    assert [p.metadata.labels[POD_INDEX_LABEL] for p in backend.pods] == ["0", "1", "2"]
 
 
 def test_a_gang_without_a_queue_is_left_to_kube_scheduler_alone():
     backend = members(None)
     assert all(GROUP_NAME_LABEL not in (p.metadata.labels or {}) for p in backend.pods)
     assert all(GROUP_COUNT_ANNOTATION not in (p.metadata.annotations or {}) for p in backend.pods)
+    assert all(POD_INDEX_LABEL not in (p.metadata.labels or {}) for p in backend.pods)
 
 
 def test_the_role_hash_is_one_per_role():

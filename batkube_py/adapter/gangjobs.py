@@ -22,7 +22,7 @@ from kubernetes import client
 from procset import ProcSet
 
 from batkube_py.adapter import podcheck, podshape, translate
-from batkube_py.adapter.queuejobs import kueue_group
+from batkube_py.adapter.queuejobs import POD_INDEX_LABEL, kueue_group
 from batkube_py.protocol.intervals import procset
 
 GROUP_LABEL = "batkube.io/pod-group"
@@ -139,10 +139,13 @@ def sibling(first: client.V1Pod, name: str, index: int) -> client.V1Pod:
     spec its own objects (backends set fields on them) — a third of member_pod's cost, paid 300,000 times
     by a whole trace in gangs."""
     meta = first.metadata
+    labels = dict(meta.labels)
+    if POD_INDEX_LABEL in labels:  # a Kueue pod group's member (queuejobs.kueue_group)
+        labels[POD_INDEX_LABEL] = str(index)
     own = meta.model_copy(
         update={
             "name": name,
-            "labels": dict(meta.labels),
+            "labels": labels,
             "annotations": {**meta.annotations, EXECUTOR_ANNOTATION: str(index)},
         }
     )

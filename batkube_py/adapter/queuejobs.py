@@ -31,6 +31,7 @@ from batkube_py.inputs.queues import (
 GROUP_NAME_LABEL = "kueue.x-k8s.io/pod-group-name"
 GROUP_COUNT_ANNOTATION = "kueue.x-k8s.io/pod-group-total-count"
 RETRIABLE_ANNOTATION = "kueue.x-k8s.io/retriable-in-group"
+POD_INDEX_LABEL = "kueue.x-k8s.io/pod-group-pod-index"  # a member's rank (topology ungater)
 
 log = logging.getLogger(__name__)
 
@@ -130,10 +131,13 @@ def kueue_group(pod, group: str, size: int) -> None:
     """A gang's member naming a LocalQueue is a member of a Kueue pod group: the group's name and size,
     and not retriable in its group. batkube never replaces one member: a disrupted gang is killed whole
     and comes back as a new job (docs/kueue.md), so Kueue finishes the group once its pods stopped (and
-    frees its quota then) rather than waiting for replacement pods. No-op for a pod with no queue."""
+    frees its quota then) rather than waiting for replacement pods. The member's rank (0 here, each
+    sibling its own: gangjobs.sibling) lets Kueue's topology ungater hand out a TAS assignment's domains
+    in member order, as the twin does, rather than in its informer's list order. No-op for a pod with no
+    queue."""
     labels = pod.metadata.labels or {}
     if QUEUE_LABEL not in labels:
         return
-    pod.metadata.labels = {**labels, GROUP_NAME_LABEL: group}
+    pod.metadata.labels = {**labels, GROUP_NAME_LABEL: group, POD_INDEX_LABEL: "0"}
     pod.metadata.annotations = {**(pod.metadata.annotations or {}), GROUP_COUNT_ANNOTATION: str(size),
                                 RETRIABLE_ANNOTATION: "false"}  # fmt: skip
