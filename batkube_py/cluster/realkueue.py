@@ -1,16 +1,16 @@
 """The real Kueue in front of the real kube-scheduler (`--queues` with `--backend apiserver`, `--sync
 queue`): Kueue admits, kube-scheduler places, both on Batsim's clock (docs/kueue.md).
 
-A pod is created as Kueue's pod webhook would leave it (the `managed` label, Kueue's admission gate, its
-finalizer, and its TAS gate when the queues file has topology-aware flavors) with one more gate,
-batkube's: Kueue admits workloads in an order of its own making (its admission patches and the pod
-patches that follow run concurrently), and kube-scheduler's queue takes
-pods in the order their gates go. So each step is: the step's writes; Kueue's settle (it takes in the
-writes, admits until it has nothing left to do at this time, and names the pods it ungated); batkube
-lifts its own gate on those pods in their jobs' submission order; then kube-scheduler's settle. A
-completed pod turns Succeeded before it is deleted (what the kubelet would report, and what Kueue
-finishes a workload on). A gang's pods are one Kueue pod group (queuejobs.kueue_group): one Workload,
-admitted and evicted as one, reported to the adapter under the group's name.
+A pod is created as Kueue's pod webhook would leave it (kueuepods.py: the `managed` label, Kueue's
+admission and TAS gates, its finalizer, its role hash) with one more gate, batkube's: Kueue admits
+workloads in an order of its own making (its admission patches and the pod patches that follow run
+concurrently), and kube-scheduler's queue takes pods in the order their gates go. So each step is: the
+step's writes; Kueue's settle (it takes in the writes, admits until it has nothing left to do at this
+time, and names the pods it ungated); batkube lifts its own gate on those pods in their jobs' submission
+order; then kube-scheduler's settle. A completed pod turns Succeeded before it is deleted (what the
+kubelet would report, and what Kueue finishes a workload on). A gang's pods are one Kueue pod group
+(queuejobs.kueue_group): one Workload, admitted and evicted as one, reported to the adapter under the
+group's name.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import time
 
 from kubernetes import client
 
+from batkube_py.cluster import kueuepods
 from batkube_py.cluster.base import Admission, BackendError, Eviction, Unschedulable
 from batkube_py.cluster.queued import QueueCluster
 from batkube_py.controlplane import kueue as kq
@@ -33,8 +34,6 @@ from batkube_py.kueue.cache.snapshot import flavor_of
 
 log = logging.getLogger(__name__)
 
-RELEASE_GATE = "batkube.io/release"
-_HELD = {kq.ADMISSION_GATE, kq.TOPOLOGY_GATE, RELEASE_GATE}  # the gates a pod has until Kueue admits it
 MAX_ROUNDS = 20  # Kueue settles in one step: preemption rounds before the step is declared stuck
 _PREEMPTOR = re.compile(r"\(UID: [^,)]*, JobUID: ([^)]*)\)")
 
@@ -43,38 +42,6 @@ def stable_reason(why: str | None, pods: dict[str, str]) -> str:
     """Kueue's preemption message names the preemptor by its Workload's and pod's random UIDs: the pod's
     name instead, so that the same inputs give the same pods.csv."""
     return _PREEMPTOR.sub(lambda m: f"(pod {pods.get(m.group(1), 'unknown')})", why or "preempted by Kueue")
-
-
-class _RecordingHttp:
-    """The cluster's KubeHttp, noting the resourceVersion of every pod it writes (Kueue's settle waits
-    until its informers have delivered them), and holding back the deletion of pods Kueue manages: a pod
-    deleted before Kueue saw it finish only has its finalizers dropped, and its Workload keeps its quota
-    until the garbage collector, which this control plane does not run, deletes it."""
-
-    def __init__(self, http, note, held: set[str]):
-        self._http, self._note, self._held = http, note, held
-        self.deferred: list[tuple[str, str]] = []
-        self._lock = threading.Lock()
-
-    def __getattr__(self, name):
-        return getattr(self._http, name)
-
-    def create_pod(self, *args, **kw):
-        return self._note(self._http.create_pod(*args, **kw))
-
-    def delete_pod(self, name: str, namespace: str, **kw):
-        if name in self._held:
-            with self._lock:
-                self.deferred.append((name, namespace))
-            return None
-        return self._note(self._http.delete_pod(name, namespace, **kw))
-
-    def take_deferred(self) -> list[tuple[str, str]]:
-        with self._lock:
-            out, self.deferred = self.deferred, []
-        for name, _ in out:
-            self._held.discard(name)
-        return out
 
 
 class KueueCluster(QueueCluster):
@@ -118,7 +85,7 @@ class KueueCluster(QueueCluster):
         return out
 
     def _create_cluster(self, nodes: list[client.V1Node]) -> None:
-        self.http = _RecordingHttp(self.http, self._note, self._finishing)
+        self.http = kueuepods.RecordingHttp(self.http, self._note, self._finishing)
         super()._create_cluster(nodes)
         try:
             address = self.kueue.start(self.http, self._documents, self.namespace)
@@ -130,9 +97,9 @@ class KueueCluster(QueueCluster):
     # ---- pods -----------------------------------------------------------------------------------
 
     def add_pod(self, pod: client.V1Pod, job_id: str, now: float) -> None:
-        """The pod as Kueue's pod webhook would leave it: the managed label, Kueue's finalizer, its
-        admission and topology gates, its role hash, plus batkube's gate and FIFO label (one value for
-        all the members of a pod group: Kueue copies it onto their one Workload only if they agree)."""
+        """The pod as Kueue's pod webhook would leave it (kueuepods.py), with batkube's FIFO label: one
+        value for all the members of a pod group (Kueue copies it onto their one Workload only if they
+        agree)."""
         self._gone.discard(pod.metadata.name)  # a victim not bound yet comes back under its name
         labels = dict(pod.metadata.labels or {})
         if kq.QUEUE_LABEL not in labels:
@@ -149,23 +116,10 @@ class KueueCluster(QueueCluster):
         if group:
             self._kgroups[group].add(pod.metadata.name)
             self._kgroup_of[pod.metadata.name] = group
-        labels.update({kq.MANAGED_LABEL: "true", kq.QUEUE_ORDER_LABEL: str(order)})
-        gate = client.V1PodSchedulingGate
-        # Kueue's pod webhook gates every pod for TAS too (TopologyAwareScheduling is on by default in
-        # v0.17.0): admission lifts that gate unless the workload gets a topology assignment, then the
-        # topology ungater does
-        gates = [gate(name=kq.ADMISSION_GATE), gate(name=kq.TOPOLOGY_GATE), gate(name=RELEASE_GATE),
-                 *(pod.spec.scheduling_gates or [])]  # fmt: skip
-        annotations = {**(pod.metadata.annotations or {}), kq.ROLE_HASH_ANNOTATION: kq.role_hash(pod.spec)}
-        meta = pod.metadata.model_copy(update={
-            "labels": labels, "annotations": annotations,
-            "finalizers": [*(pod.metadata.finalizers or []), kq.FINALIZER]})  # fmt: skip
-        pod = pod.model_copy(
-            update={"metadata": meta, "spec": pod.spec.model_copy(update={"scheduling_gates": gates})}
-        )
+        pod = kueuepods.as_webhook_leaves_it(pod, order)
         self._seq += 1
         self._managed[pod.metadata.name] = (order, self._seq)
-        self._gates[pod.metadata.name] = {g.name for g in gates}
+        self._gates[pod.metadata.name] = {g.name for g in pod.spec.scheduling_gates}
         super().add_pod(pod, job_id, now)
 
     def set_nodes_schedulable(self, nodes: list[str], schedulable: bool, now: float) -> None:
@@ -300,12 +254,12 @@ class KueueCluster(QueueCluster):
         """The adapter's own gate lifted (gatedUntil): only that one, as its controller would; a pod
         Kueue has not admitted yet keeps Kueue's gates and batkube's (lifting them all would hand it to
         kube-scheduler unadmitted, and Kueue would stop it)."""
-        self._lift(name, now, self._gates.get(name, set()) - _HELD)
+        self._lift(name, now, self._gates.get(name, set()) - kueuepods.HELD)
 
     def _release(self, name: str, now: float) -> None:
         """Kueue admitted the pod (its gates are gone): batkube's release gate goes too."""
-        self._lift(name, now, _HELD - {RELEASE_GATE}, written=False)
-        self._lift(name, now, {RELEASE_GATE})
+        self._lift(name, now, kueuepods.HELD - {kueuepods.RELEASE_GATE}, written=False)
+        self._lift(name, now, {kueuepods.RELEASE_GATE})
 
     def _lift(self, name: str, now: float, gates: set[str], written: bool = True) -> None:
         """`gates` off the pod (`written`: by batkube, else Kueue has removed them); the last one's
