@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -51,6 +53,25 @@ def test_apiserver_floor_creates_binds_and_deletes_every_pod_and_prints_each_pro
     )
     m = re.search(line, text)
     assert m and all(float(v) > 0 for v in m.groups()), text
+
+
+def test_apiserver_ratio_prints_both_walls_each_components_cpu_and_the_ratio():
+    from apiserver_support import require_binaries
+    from shared_support import need
+
+    require_binaries()
+    need(ROOT.parent / "shared" / "bench" / "k8s_10k_jobs.json")
+    text = _run("benchmarks/apiserver_ratio.py", "--jobs", "40")
+    x = r"([\d.]+)"
+    parts = f"etcd {x}, kube-apiserver {x}, kube-scheduler {x}"
+    floor = re.search(f"floor: {x} s wall; CPU s: {parts} \\(total", text)
+    bench = f"bench: {x} s wall .*CPU s: {parts}, adapter {x}, double {x} .*parity mismatches 0,"
+    bench = re.search(bench, text)
+    assert floor and bench and all(float(v) > 0 for v in floor.groups() + bench.groups()), text
+    ratio = re.search(f"ratio bench/floor: wall {x}x, control-plane CPU {x}x", text)
+    assert ratio and float(ratio[1]) == pytest.approx(float(bench[1]) / float(floor[1]), rel=0.03), text
+    versions = r"40 jobs, Batsim double, kube-scheduler v1\.37\.2, etcd v3\.7\.0: median wall ratio"
+    assert re.search(versions, text), text
 
 
 def test_seed_spread_prints_the_twins_spread_over_seeds():

@@ -89,3 +89,22 @@ def test_a_pod_tried_twice_in_one_step_is_judged_try_by_try():
     assert [b.pod for b in bound] == ["B", "A"]
     assert judge.parity.mismatches == []
     assert (judge.parity.bindings, judge.parity.failures) == (2, 1)  # every real pop judged
+
+
+def test_a_binding_among_tied_nodes_counts_one_tie_and_a_worse_one_names_every_best_node():
+    """Three empty nodes tie for P: the real binding to one of them agrees, and counts one tie (a plain
+    int in summary.json). Then Q bound to the fuller node is a row naming both nodes left empty."""
+    import json
+
+    c = cluster("1.37", {"cpu": "4"}, {"cpu": "4"}, {"cpu": "4"}, {"cpu": "4"}, parallelism=1)
+    run_on(c, 3, "busy", cpu="2", priority=0)
+    submit(c, "P", 0.0, cpu="1")
+    judge = Judge(c, popped=["P"], bound={"P": "n1"})
+    c.schedule(1.0)
+    assert judge.parity.mismatches == [] and judge.parity.ties == 1
+    assert json.dumps(judge.parity.summary())
+    submit(c, "Q", 1.0, cpu="1")
+    judge = Judge(c, popped=["Q"], bound={"Q": "n3"})
+    c.schedule(2.0)
+    [row] = judge.parity.mismatches
+    assert row["kind"] == "not in the twin's best-score set" and row["twin_best"] == "n0 n2"

@@ -53,10 +53,14 @@ class Parity:
         idx, total, per_plugin = profile.rank(pod, nodes)
         where = np.flatnonzero(idx == real)
         best = total.max() if total.size else 0
-        best_names = [nodes.names[int(i)] for i in idx[total == best]]
-        self.ties += len(best_names) > 1
+        at_best = total == best
+        self.ties += int(np.count_nonzero(at_best)) > 1
+
+        def best_names() -> list[str]:  # hundreds of nodes tie on an empty cluster: named only when shown
+            return [nodes.names[int(i)] for i in idx[at_best]]
+
         if where.size == 0:
-            self._add(now, pod, "infeasible for the twin", nodes.names[real], best_names)
+            self._add(now, pod, "infeasible for the twin", nodes.names[real], best_names())
             return
         k = int(where[0])
         if profile.samples(len(nodes)):
@@ -64,7 +68,7 @@ class Parity:
         if total[k] != best:
             b = int(np.flatnonzero(total == best)[0])
             detail = {name: [int(n[k]), int(n[b])] for name, (_, n, _w) in per_plugin.items() if n[k] != n[b]}
-            self._add(now, pod, "not in the twin's best-score set", nodes.names[real], best_names,
+            self._add(now, pod, "not in the twin's best-score set", nodes.names[real], best_names(),
                       int(total[k]), int(best), json.dumps(detail, sort_keys=True))  # fmt: skip
 
     def failed(self, pod: PodInfo, twin: Decision, cluster: EmbeddedCluster, nominated: int | None,
