@@ -204,6 +204,19 @@ CASES = [
         lambda r: killed(r) == {"x", "y"} and r["h"]["flavor"] == "f1",
     ),  # fmt: skip
     KueueCase(
+        # at 10 one cycle admits yb by borrowing x0's freed half core (xa, ahead of it, does not fit), the
+        # next reclaims it for xb; yb's pod was ungated meanwhile, so it is stopped and comes back as a new
+        # Workload behind yc (evicted while still gated, the same Workload would keep its place ahead of
+        # yc): the race the real backend's serial admissions remove by waiting for Kueue's pod reconciler
+        "reclaimed-before-start-requeued",
+        two_teams("1500m", 1, preemption={"reclaimWithinCohort": "Any"}),
+        [job("x1", 0, "a"), job("x0", 0, "a", cpu="500m", delay=10), job("y0", 0, "b", cpu="500m", delay=20),
+         job("y1", 0, "b", cpu="500m"), job("xa", 1, "a"), job("xb", 2, "a", cpu="500m"),
+         job("yb", 3, "b", cpu="500m"), job("yc", 5, "b", cpu="500m")],
+        lambda r: 10 <= at(r, "xb") < 11 and "restarted" in r["yb"]["reason"] and 20 <= at(r, "yc") < 21
+        and at(r, "yb") > 99,
+    ),  # fmt: skip
+    KueueCase(
         "flavor-preempt-before-next",  # whenCanPreempt MayStopSearch: h preempts in f1 though f2 is free
         [flavor("f1"), flavor("f2"), *PRIORITIES,
          cq("cq", {"f1": {"cpu": 1}, "f2": {"cpu": 1}}, preemption={"withinClusterQueue": "LowerPriority"},

@@ -204,7 +204,7 @@ func run(kubeconfig, configFile, address string, withTAS bool) error {
 		scheduler.WithPreemptionExpectations(expectations),
 		scheduler.WithFairSharing(cfg.FairSharing),
 		scheduler.WithAdmissionFairSharing(cfg.AdmissionFairSharing))
-	serialAdmissions(sched, hold, queues)
+	serialAdmissions(sched, hold, queues, q)
 	if err := mgr.Add(sched); err != nil {
 		return err
 	}

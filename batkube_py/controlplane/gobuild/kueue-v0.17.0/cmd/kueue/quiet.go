@@ -322,6 +322,11 @@ func label(labels []*dtoLabel, name string) string {
 
 // controllersQuiet: terms 1-4, with podsRV the adapter's last pod resourceVersion.
 func (q *quiet) controllersQuiet(podsRV int64) (bool, string, gauges) {
+	return q.quietTerms(podsRV, true)
+}
+
+// quietTerms: controllersQuiet, with or without waiting for the topology ungater (its 1-s batch).
+func (q *quiet) quietTerms(podsRV int64, ungater bool) (bool, string, gauges) {
 	g := readGauges()
 	if n := q.inflight.Load(); n > 0 {
 		return false, fmt.Sprintf("%d API writes in flight", n), g
@@ -352,7 +357,7 @@ func (q *quiet) controllersQuiet(podsRV int64) (bool, string, gauges) {
 	if n := q.gcPending.Load(); n > 0 {
 		return false, fmt.Sprintf("%d deleted pods' Workloads to collect", n), g
 	}
-	if topology > 0 {
+	if ungater && topology > 0 {
 		return false, fmt.Sprintf("%d admitted pods waiting for the topology ungater", topology), g
 	}
 	return true, "", g
