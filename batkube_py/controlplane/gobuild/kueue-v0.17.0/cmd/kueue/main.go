@@ -199,7 +199,7 @@ func run(kubeconfig, configFile, address string, withTAS bool) error {
 	); err != nil {
 		return err
 	}
-	sched := scheduler.New(queues, cCache, mgr.GetClient(), mgr.GetEventRecorderFor(constants.AdmissionName),
+	sched := scheduler.New(queues, cCache, holdOnEvictions(mgr.GetClient(), hold, queues, q), mgr.GetEventRecorderFor(constants.AdmissionName),
 		scheduler.WithClock(nil, clock),
 		scheduler.WithPreemptionExpectations(expectations),
 		scheduler.WithFairSharing(cfg.FairSharing),
