@@ -325,7 +325,7 @@ func (c *control) admission(ctx context.Context, key string) map[string]any {
 	out["cluster_queue"] = pod.Labels["kueue.x-k8s.io/cluster-queue-name"]
 	out["local_queue"] = pod.Labels["kueue.x-k8s.io/local-queue-name"]
 	out["node_selector"] = pod.Spec.NodeSelector
-	wl := c.workloadOf(ctx, &pod)
+	wl := workloadOf(ctx, c.mgr.GetClient(), &pod)
 	if wl == nil {
 		return out
 	}
@@ -353,27 +353,36 @@ func (c *control) eviction(ctx context.Context, key string) map[string]any {
 	ns, name, _ := strings.Cut(key, "/")
 	out := map[string]any{"pod": key, "why": "evicted by Kueue"}
 	var pod corev1.Pod
-	if err := c.mgr.GetClient().Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &pod); err != nil {
-		return out
-	}
-	wl := c.workloadOf(ctx, &pod)
-	if wl == nil {
-		return out
-	}
-	for _, kind := range []string{kueue.WorkloadPreempted, kueue.WorkloadEvicted} {
-		for _, cond := range wl.Status.Conditions {
-			if cond.Type == kind && cond.Status == "True" {
-				out["why"] = fmt.Sprintf("%s by Kueue (%s): %s", strings.ToLower(kind), cond.Reason, cond.Message)
-				out["cluster_queue"] = pod.Labels["kueue.x-k8s.io/cluster-queue-name"]
-				return out
-			}
+	if err := c.mgr.GetClient().Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &pod); err == nil {
+		if why, cq, ok := evictionWhy(workloadOf(ctx, c.mgr.GetClient(), &pod), &pod); ok {
+			out["why"], out["cluster_queue"] = why, cq
+			return out
 		}
+	}
+	// the pod and its Workload may be gone by now: what they said when Kueue deleted the pod
+	if w, ok := c.q.takeWhy(key); ok {
+		out["why"], out["cluster_queue"] = w[0], w[1]
 	}
 	return out
 }
 
-func (c *control) workloadOf(ctx context.Context, pod *corev1.Pod) *kueue.Workload {
-	cl := c.mgr.GetClient()
+// evictionWhy: the Workload's Preempted (else Evicted) condition, as pods.csv's reason.
+func evictionWhy(wl *kueue.Workload, pod *corev1.Pod) (string, string, bool) {
+	if wl == nil {
+		return "", "", false
+	}
+	for _, kind := range []string{kueue.WorkloadPreempted, kueue.WorkloadEvicted} {
+		for _, cond := range wl.Status.Conditions {
+			if cond.Type == kind && cond.Status == "True" {
+				why := fmt.Sprintf("%s by Kueue (%s): %s", strings.ToLower(kind), cond.Reason, cond.Message)
+				return why, pod.Labels["kueue.x-k8s.io/cluster-queue-name"], true
+			}
+		}
+	}
+	return "", "", false
+}
+
+func workloadOf(ctx context.Context, cl client.Reader, pod *corev1.Pod) *kueue.Workload {
 	if group := pod.Labels["kueue.x-k8s.io/pod-group-name"]; group != "" {
 		var wl kueue.Workload
 		if err := cl.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: group}, &wl); err == nil {

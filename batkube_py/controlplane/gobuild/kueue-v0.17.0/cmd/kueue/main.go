@@ -199,12 +199,12 @@ func run(kubeconfig, configFile, address string, withTAS bool) error {
 	); err != nil {
 		return err
 	}
-	sched := scheduler.New(queues, cCache, mgr.GetClient(), mgr.GetEventRecorderFor(constants.AdmissionName),
+	sched := scheduler.New(queues, cCache, holdOnEvictions(mgr.GetClient(), hold, queues, q), mgr.GetEventRecorderFor(constants.AdmissionName),
 		scheduler.WithClock(nil, clock),
 		scheduler.WithPreemptionExpectations(expectations),
 		scheduler.WithFairSharing(cfg.FairSharing),
 		scheduler.WithAdmissionFairSharing(cfg.AdmissionFairSharing))
-	serialAdmissions(sched, hold, queues)
+	serialAdmissions(sched, hold, queues, q)
 	if err := mgr.Add(sched); err != nil {
 		return err
 	}

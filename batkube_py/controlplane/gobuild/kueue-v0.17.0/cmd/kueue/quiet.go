@@ -47,12 +47,13 @@ type quiet struct {
 	writes   atomic.Int64
 
 	mu       sync.Mutex
-	want     map[string]int64 // object key -> the resourceVersion its informer must have delivered
-	seen     map[string]int64 // object key -> the last resourceVersion delivered
-	lastPod  int64            // the last pod resourceVersion delivered
-	ungated  []string         // pods whose admission gate Kueue removed, in the order their informer saw it
-	topology map[string]bool  // admitted pods still waiting for the topology ungater (TAS)
-	deleted  []string         // pods (namespace/name) Kueue deleted (preemption, eviction), in call order
+	want     map[string]int64     // object key -> the resourceVersion its informer must have delivered
+	seen     map[string]int64     // object key -> the last resourceVersion delivered
+	lastPod  int64                // the last pod resourceVersion delivered
+	ungated  []string             // pods whose admission gate Kueue removed, in the order their informer saw it
+	topology map[string]bool      // admitted pods still waiting for the topology ungater (TAS)
+	deleted  []string             // pods (namespace/name) Kueue deleted (preemption, eviction), in call order
+	why      map[string][2]string // their Workload's eviction (reason, ClusterQueue) when Kueue deleted them
 	counters []*handlerCount
 
 	requeuer reflect.Value // the inadmissible requeuer's workqueue (*Typed), read through reflection
@@ -69,7 +70,8 @@ type handlerCount struct {
 
 func newQuiet() *quiet {
 	return &quiet{want: map[string]int64{}, seen: map[string]int64{}, topology: map[string]bool{},
-		gc: make(chan *corev1.Pod, 1<<16)}
+		why: map[string][2]string{},
+		gc:  make(chan *corev1.Pod, 1<<16)}
 }
 
 func rv(obj any) int64 {
@@ -109,8 +111,12 @@ func (q *quiet) newClient(config *rest.Config, options client.Options) (client.C
 		},
 		Delete: func(ctx ctxT, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
 			if pod, ok := obj.(*corev1.Pod); ok {
+				why, cq, found := evictionWhy(workloadOf(ctx, c, pod), pod)
 				q.mu.Lock()
 				q.deleted = append(q.deleted, pod.Namespace+"/"+pod.Name)
+				if found {
+					q.why[pod.Namespace+"/"+pod.Name] = [2]string{why, cq}
+				}
 				q.mu.Unlock()
 			}
 			// the delete's event (an update that sets deletionTimestamp, or the removal) comes after it
@@ -322,6 +328,11 @@ func label(labels []*dtoLabel, name string) string {
 
 // controllersQuiet: terms 1-4, with podsRV the adapter's last pod resourceVersion.
 func (q *quiet) controllersQuiet(podsRV int64) (bool, string, gauges) {
+	return q.quietTerms(podsRV, true)
+}
+
+// quietTerms: controllersQuiet, with or without waiting for the topology ungater (its 1-s batch).
+func (q *quiet) quietTerms(podsRV int64, ungater bool) (bool, string, gauges) {
 	g := readGauges()
 	if n := q.inflight.Load(); n > 0 {
 		return false, fmt.Sprintf("%d API writes in flight", n), g
@@ -352,10 +363,19 @@ func (q *quiet) controllersQuiet(podsRV int64) (bool, string, gauges) {
 	if n := q.gcPending.Load(); n > 0 {
 		return false, fmt.Sprintf("%d deleted pods' Workloads to collect", n), g
 	}
-	if topology > 0 {
+	if ungater && topology > 0 {
 		return false, fmt.Sprintf("%d admitted pods waiting for the topology ungater", topology), g
 	}
 	return true, "", g
+}
+
+// takeWhy: what a deleted pod's Workload said when Kueue deleted the pod (once).
+func (q *quiet) takeWhy(key string) ([2]string, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	w, ok := q.why[key]
+	delete(q.why, key)
+	return w, ok
 }
 
 // takeChanges: the pods Kueue ungated and deleted since the last call.
