@@ -6,8 +6,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -69,7 +67,9 @@ def test_apiserver_ratio_prints_both_walls_each_components_cpu_and_the_ratio():
     bench = re.search(bench, text)
     assert floor and bench and all(float(v) > 0 for v in floor.groups() + bench.groups()), text
     ratio = re.search(f"ratio bench/floor: wall {x}x, control-plane CPU {x}x", text)
-    assert ratio and float(ratio[1]) == pytest.approx(float(bench[1]) / float(floor[1]), rel=0.03), text
+    # the walls are printed to 0.1 s, the ratio from the unrounded ones: it lies within their rounding
+    b, f = float(bench[1]), float(floor[1])
+    assert ratio and (b - 0.05) / (f + 0.05) <= float(ratio[1]) <= (b + 0.05) / max(f - 0.05, 1e-9), text
     versions = r"40 jobs, Batsim double, kube-scheduler v1\.37\.2, etcd v3\.7\.0: median wall ratio"
     assert re.search(versions, text), text
 
