@@ -11,10 +11,10 @@ import csv
 import json
 from pathlib import Path
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from batkube_py.analysis.explain_admission import AdmissionStep, admission_story
-from batkube_py.analysis.loading import DECISIONS_FILE, PODS_FILE, REJECTED_FILE, AnalysisError
+from batkube_py.analysis.loading import DECISIONS_FILE, PODS_FILE, REJECTED_FILE, AnalysisError, json_line
 
 
 class PluginScore(BaseModel):
@@ -92,16 +92,10 @@ def read_attempts(path: Path, query: str) -> list[Attempt]:
         for lineno, line in enumerate(fh, 1):
             if needle not in line:  # cheap pre-filter: most lines are other pods'
                 continue
-            try:
+            with json_line(path, lineno):
                 obj = json.loads(line)
                 if isinstance(obj, dict) and _matches(obj, query):
                     found.append(Attempt.model_validate(obj))
-            except json.JSONDecodeError as exc:
-                raise AnalysisError(f"{path}: line {lineno} is not valid JSON ({exc.msg})") from exc
-            except ValidationError as exc:
-                err = exc.errors()[0]
-                where = ".".join(str(p) for p in err["loc"])
-                raise AnalysisError(f"{path}: line {lineno}: field {where!r}: {err['msg']}") from exc
     pods = sorted({a.pod for a in found})
     if len(pods) > 1:
         raise AnalysisError(

@@ -15,9 +15,9 @@ import json
 import re
 from pathlib import Path
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
-from batkube_py.analysis.loading import AnalysisError
+from batkube_py.analysis.loading import AnalysisError, json_line
 
 ADMISSIONS_FILE = "admissions.jsonl"  # kueue/record.py writes it
 QUEUES_FILE = "queues.csv"
@@ -66,14 +66,8 @@ class AdmissionStep(BaseModel):
 
 
 def _line(path: Path, lineno: int, text: str) -> AdmissionLine:
-    try:
+    with json_line(path, lineno):
         return AdmissionLine.model_validate(json.loads(text))
-    except json.JSONDecodeError as exc:
-        raise AnalysisError(f"{path}: line {lineno} is not valid JSON ({exc.msg})") from exc
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"])
-        raise AnalysisError(f"{path}: line {lineno}: field {where!r}: {err['msg']}") from exc
 
 
 def read_lines(path: Path, names: set[str], cqs: set[str]) -> tuple[list[AdmissionLine], list[AdmissionLine]]:

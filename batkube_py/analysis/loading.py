@@ -10,11 +10,14 @@ their extra ``scheduled,pulling,pulled,created`` columns), batkube-py's ``pods.c
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from pydantic import ValidationError
 
 JOBS_FILE = "out_jobs.csv"
 SCHEDULE_FILE = "out_schedule.csv"
@@ -40,6 +43,19 @@ STATE_OF_FINAL = {
 
 class AnalysisError(Exception):
     """A user-facing problem with an input file (missing file or column, unparsable value)."""
+
+
+@contextmanager
+def json_line(path: Path, lineno: int) -> Iterator[None]:
+    """Bad JSON or a bad field on one line of a run's JSON-lines file: one error naming the line."""
+    try:
+        yield
+    except json.JSONDecodeError as exc:
+        raise AnalysisError(f"{path}: line {lineno} is not valid JSON ({exc.msg})") from exc
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        raise AnalysisError(f"{path}: line {lineno}: field {where!r}: {err['msg']}") from exc
 
 
 @dataclass
