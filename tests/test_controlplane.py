@@ -155,3 +155,37 @@ def test_build_compiles_a_writable_copy_of_the_packaged_go_sources(tmp_path, mon
     result = CliRunner().invoke(main, ["controlplane", "build"])
     assert result.exit_code == 1 and "`go` is not on PATH" in result.output
     assert "Traceback" not in result.output
+
+
+
+def test_nodes_are_ready_in_one_write_each_on_batkubes_control_plane(tmp_path):
+    """Without the TaintNodesByCondition admission plugin (manager.py) a node created Ready carries no
+    not-ready taint that only a node controller would lift: create_nodes writes each node once, with no
+    patch, and the node keeps the run's own taint. A node another apiserver tainted still gets its patch."""
+    from kubernetes import client, config
+
+    from batkube_py.cluster.apicalls import ApiCalls
+    from batkube_py.cluster.kubelet import NOT_READY, SIMULATED, _ready_fix, create_nodes
+    from batkube_py.controlplane.kubehttp import KubeHttp
+
+    cp = start(tmp_path / "cp")
+    try:
+        api = config.new_client_from_config(config_file=str(cp.state().kubeconfig))
+        http, patches = KubeHttp(api), []
+        patch = http.patch_node
+        http.patch_node = lambda *a, **kw: patches.append(a) or patch(*a, **kw)  # type: ignore[method-assign]
+        shape = {"cpu": "2", "memory": "4Gi", "pods": "110"}
+        nodes = [client.V1Node(metadata=client.V1ObjectMeta(name=f"ready-{i}"), spec=client.V1NodeSpec(),
+                               status=client.V1NodeStatus(capacity=shape, allocatable=shape))
+                 for i in range(3)]  # fmt: skip
+        create_nodes(nodes, "t", ApiCalls(), http)
+        assert patches == []
+        for node in nodes:
+            made = client.CoreV1Api(api).read_node(node.metadata.name)
+            assert [t.key for t in made.spec.taints or []] == [SIMULATED]
+            assert [c.status for c in made.status.conditions if c.type == "Ready"] == ["True"]
+        tainted = {"spec": {"taints": [{"key": NOT_READY, "effect": "NoSchedule"}]}}
+        assert _ready_fix(nodes[0], tainted, http) is not None
+        api.close()
+    finally:
+        cp.down(remove=True)

@@ -4,6 +4,7 @@ is given, the shadow twin judges and mirrors it. A judge must not report, nor ca
 from __future__ import annotations
 
 import threading
+from concurrent import futures
 
 from test_kube137 import cluster
 from test_nominated import nominated, run_on, submit
@@ -27,6 +28,34 @@ class Judge(ShadowJudge):
         self.shadow, self.watch, self.parity, self._tried = shadow, Watch(), Parity(None), set()
         self._real = {"popped": popped, "bound": bound, "last": {q: i for i, q in enumerate(popped)}}
         shadow.attempts = self
+
+
+class LateJudge(Judge):
+    """The real outcome still on its way while the twin judges (cluster/settlereply.py): `_real` waits for
+    it, and the rankings of the twin's attempts are computed ahead, on this thread."""
+
+    def __init__(self, shadow, popped: list[str], bound: dict[str, str]):
+        super().__init__(shadow, popped, bound)
+        real, self.ranked_ahead = self._real, 0
+        self._settling = futures.Future()
+        threading.Timer(0.05, self._settling.set_result, [real]).start()
+        rank = self.parity.rank
+
+        def counted(*args):
+            self.ranked_ahead += self._settling is not None and not self._settling.done()
+            return rank(*args)
+
+        self.parity.rank = counted
+
+    @property
+    def _real(self) -> dict:
+        if self._settling is not None:
+            self._real_value, self._settling = self._settling.result(), None
+        return self._real_value
+
+    @_real.setter
+    def _real(self, value: dict) -> None:
+        self._real_value = value
 
 
 def test_a_preemptor_waiting_for_its_victims_takes_no_nomination_away():
@@ -108,3 +137,21 @@ def test_a_binding_among_tied_nodes_counts_one_tie_and_a_worse_one_names_every_b
     c.schedule(2.0)
     [row] = judge.parity.mismatches
     assert row["kind"] == "not in the twin's best-score set" and row["twin_best"] == "n0 n2"
+
+
+def test_a_reply_still_on_its_way_gives_the_same_verdicts_ranked_ahead():
+    """The same two steps as above, the real outcome arriving 50 ms into each: the twin ranks the nodes
+    while it waits (one ranking per binding), and the verdicts and the tie count do not change."""
+    c = cluster("1.37", {"cpu": "4"}, {"cpu": "4"}, {"cpu": "4"}, {"cpu": "4"}, parallelism=1)
+    run_on(c, 3, "busy", cpu="2", priority=0)
+    submit(c, "P", 0.0, cpu="1")
+    judge = LateJudge(c, popped=["P"], bound={"P": "n1"})
+    c.schedule(1.0)
+    assert judge.parity.mismatches == [] and judge.parity.ties == 1 and judge.ranked_ahead == 1
+    assert c.pods["P"].node == 1
+    submit(c, "Q", 1.0, cpu="1")
+    judge = LateJudge(c, popped=["Q"], bound={"Q": "n3"})
+    c.schedule(2.0)
+    [row] = judge.parity.mismatches
+    assert row["kind"] == "not in the twin's best-score set" and row["twin_best"] == "n0 n2"
+    assert judge.ranked_ahead == 1 and c.pods["Q"].node == 3

@@ -145,11 +145,23 @@ class DecisionProcess(JobFlow):
 
     def _stage(self, ts: float, kind: int, key: str, op: Callable[[], None] | None) -> None:
         """A cluster change for the next cycle (instant.py); a window opens when a cycle can decide
-        something: a pod to add, or pods pending (a staged add always has its window open)."""
+        something: a pod to add, or pods pending (a staged add always has its window open).
+
+        A delete with nothing pending and nothing staged can change no decision before the next cycle,
+        whose changes come after it in the canonical order anyway: a backend whose writes cost wall
+        time (`deletes_ahead`, the real control plane) takes it at once, off that cycle's path."""
+        if kind == DELETE and op is not None and self._ahead():
+            op()
+            return
         self.cycles.stage(ts, kind, key, op)
         if self.cycles.window is None and self.backend is not None:
             if kind == ADD or self.backend.pending():
                 self.cycles.open(ts)
+
+    def _ahead(self) -> bool:
+        b = self.backend
+        ahead = b is not None and getattr(b, "deletes_ahead", False)
+        return ahead and self.cycles.empty() and not b.pending()
 
     # ---- Batsim events --------------------------------------------------------------------------
 

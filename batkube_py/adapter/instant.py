@@ -44,6 +44,10 @@ class Cycles:
         self._seq += 1
         self._ops.append((ts, kind, key, self._seq, op))
 
+    def empty(self) -> bool:
+        """Nothing staged and no window open (a backend wake-up may still be due)."""
+        return not self._ops and self.window is None
+
     def open(self, ts: float) -> None:
         if self.window is None:
             self.window = ts + DECISION_DELAY

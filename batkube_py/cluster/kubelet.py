@@ -17,7 +17,8 @@ def create_nodes(nodes: list[client.V1Node], run_id: str, calls: ApiCalls, http:
     `parallelism: 1` that order decides score ties (scheduler/ties.py): created one by one, in the
     platform's order. A node carries its status on create (the apiserver keeps it), so it is Ready at
     once; only the TaintNodesByCondition admission plugin's not-ready taint, which no kubelet and no node
-    controller will lift here, needs a patch (a few at once: patches change no order)."""
+    controller will lift here, needs a patch (a few at once: patches change no order). batkube's own
+    control plane runs without that plugin (manager.py), so the patches are for other apiservers."""
     ready = client.V1NodeCondition(type="Ready", status="True", reason="KubeletReady",
                                    message="simulated by batkube")  # fmt: skip
     for node in nodes:

@@ -41,16 +41,28 @@ class Parity:
     timing_mismatches: int = 0  # pods one queue tried at a time and the other did not (--sync queue)
     mismatches: list[dict] = field(default_factory=list)
 
-    def check(self, pod: PodInfo, twin: Decision, cluster: EmbeddedCluster, real: int, now: float) -> None:
-        """A real binding of `pod` to node index `real`, on the state the twin holds before it."""
+    @staticmethod
+    def _nominated(pod: PodInfo, twin: Decision) -> bool:
+        return pod.nominated_node is not None and twin.node == pod.nominated_node and twin.feasible == 1
+
+    def rank(self, pod: PodInfo, twin: Decision, cluster: EmbeddedCluster) -> tuple | None:
+        """What `check` ranks the real node against, computed ahead (None when it needs no ranking)."""
+        if self._nominated(pod, twin):
+            return None
+        return cluster.profiles[pod.scheduler_name].rank(pod, cluster.nodes)
+
+    def check(self, pod: PodInfo, twin: Decision, cluster: EmbeddedCluster, real: int, now: float,
+              ranked: tuple | None = None) -> None:  # fmt: skip
+        """A real binding of `pod` to node index `real`, on the state the twin holds before it
+        (`ranked`: `rank` of that state, if computed ahead)."""
         self.bindings += 1
         nodes = cluster.nodes
-        if pod.nominated_node is not None and twin.node == pod.nominated_node and twin.feasible == 1:
+        if self._nominated(pod, twin):
             if real != pod.nominated_node:
                 self._add(now, pod, "nominated node ignored", nodes.names[real], [nodes.names[twin.node]])
             return
         profile = cluster.profiles[pod.scheduler_name]
-        idx, total, per_plugin = profile.rank(pod, nodes)
+        idx, total, per_plugin = ranked or profile.rank(pod, nodes)
         where = np.flatnonzero(idx == real)
         best = total.max() if total.size else 0
         at_best = total == best

@@ -34,6 +34,7 @@ from batkube_py.cluster.embedded import EmbeddedCluster
 from batkube_py.cluster.parity import Parity
 from batkube_py.cluster.realgroups import RealGroups
 from batkube_py.cluster.schedmetrics import MetricsSource
+from batkube_py.cluster.settlereply import SettleReply
 from batkube_py.cluster.shadowjudge import ShadowJudge
 from batkube_py.cluster.starttimes import StartTimes
 from batkube_py.cluster.sync import SyncOptions
@@ -53,7 +54,9 @@ UNGATE_EVENT = "UnscheduledPodUpdatePodSchedulingGatesEliminated"
 UNGATE = [{"op": "remove", "path": "/spec/schedulingGates"}]
 
 
-class QueueCluster(ShadowJudge, ApiServerCluster):
+class QueueCluster(SettleReply, ShadowJudge, ApiServerCluster):
+    deletes_ahead = True  # decision.py: a delete with nothing pending is written at once
+
     def __init__(
         self,
         nodes: list[client.V1Node],
@@ -82,7 +85,7 @@ class QueueCluster(ShadowJudge, ApiServerCluster):
         self._last_tick = -math.inf
         self._origin: datetime | None = None
         self._node_patches = 0
-        self._real: dict = {}  # what the real scheduler did in this step
+        self._settle_init()
         self._tried: set[str] = set()  # pods the twin's queue popped in this step
         self.start_times = StartTimes()
         self._real_wake: float | None = None
@@ -217,7 +220,9 @@ class QueueCluster(ShadowJudge, ApiServerCluster):
     def delete_pod(self, name: str, now: float) -> None:
         if name in self.shadow.pods:
             self.shadow.delete_pod(name, now)
-        if not self._begin(now):
+        # with no pod pending, no queue entry can read the clock: the step needs no begin of its own
+        # (a delete ahead, decision.py, would otherwise cost a clock request per completion)
+        if self.broken or (self.pending() > 0 and not self._begin(now)):
             self._forget(name)
             return
         self.start_times.gone(name)
@@ -260,36 +265,21 @@ class QueueCluster(ShadowJudge, ApiServerCluster):
         t0 = time.monotonic()
         self._drain()
         self._alive()
-        try:
-            st = self.clock.settle(self._want, flush, begin)
-        except ClockError as exc:
-            self._clock_failed(exc, f"settle t={now}")
-            raise BackendError(self.broken or str(exc)) from None
-        if st.get("backoff") and self._failed_attempts():
-            raise BackendError(self.broken or "")
-        if flush is not None:
-            self._last_tick = tick
-        self.steps += 1
-        if (waits := st.get("patient")) and waits != self._waits:
-            self.faults.seen_by_scheduler(waits, self._waits or waits)  # the first step's: a baseline
-            self._waits = waits
-        self.attempts_real += len(st.get("popped") or [])
-        real_bound = self._collect(st)
-        self.settle_wall += time.monotonic() - t0
-        events, work = st.get("wall") or (0.0, 0.0)
-        self.settle_split[0] += events
-        self.settle_split[1] += work
-        popped = st.get("popped") or []
-        self._real = {"popped": popped, "bound": real_bound, "last": {q: i for i, q in enumerate(popped)}}
+        self._send_settle(now, flush, begin, t0)  # settlereply.py: the shadow's cycle runs meanwhile
         self._tried = set()
-        self.shadow.schedule(now)
+        try:
+            self.shadow.schedule(now)
+        except BaseException:
+            self._abandon_settle()
+            raise
+        st = self._real["st"]
         self._shortcut(now)
         self._mirror_untried(now)
         out = []
         # in the order the scheduler popped them (its scheduling cycles), not the order its concurrent
         # binding goroutines reached the apiserver in: the reply's order is the twin's
         last = self._real["last"]
-        for pod, node in sorted(real_bound.items(), key=lambda b: last.get(b[0], math.inf)):
+        for pod, node in sorted(self._real["bound"].items(), key=lambda b: last.get(b[0], math.inf)):
             if pod not in self.requests or pod in self.node_of:
                 continue
             self._bound(pod, node)
@@ -301,24 +291,6 @@ class QueueCluster(ShadowJudge, ApiServerCluster):
         if self._over:
             raise InvariantViolation(f"{self._over} bindings over-allocated a node (see batkube.log)")
         return out
-
-    def _collect(self, st: dict) -> dict[str, str]:
-        """The step's bindings, in the order the apiserver recorded them, once the pod watch has them all
-        (the scheduler's binding calls have returned; their watch events may still be on the way)."""
-        scheduled = st.get("scheduled", 0) - self._base_scheduled
-        deadline = time.monotonic() + self.opts.crash_timeout
-        with self.watch.cond:
-            while self.watch.bindings_seen < scheduled:
-                if self.watch.error:
-                    raise BackendError(self.watch.error)
-                if time.monotonic() > deadline:
-                    self._break(f"the pod watch saw {self.watch.bindings_seen} of {scheduled} bindings")
-                    raise BackendError(self.broken or "")
-                self.watch.cond.wait(0.05)
-        if st.get("preempting"):
-            # victims marked for deletion by the preemption goroutines
-            self.calls("list the run's pods", lambda **_: self.watch.sync())
-        return dict(self.watch.take_bindings())
 
     def _start_times(self, bound: list[Binding], now: float) -> None:
         """The kubelet's part: status.startTime, which preemption reads (victims that started last go
@@ -385,5 +357,6 @@ class QueueCluster(ShadowJudge, ApiServerCluster):
                      "(%.1f s until it had seen the steps' writes, %.1f s of its work)", self.steps,
                      self.attempts_real, self.settle_wall, *self.settle_split)  # fmt: skip
             self.parity.close()
+            self._settler.shutdown(wait=True)
             self.clock.end()
         super().close(interrupted)

@@ -45,6 +45,8 @@ def stable_reason(why: str | None, pods: dict[str, str]) -> str:
 
 
 class KueueCluster(QueueCluster):
+    deletes_ahead = False  # a delete releases quota: Kueue may admit at once, pending pods or not
+
     def __init__(self, *args, kueue: kq.KueueProcess, documents: list[dict], **kw):
         self.kueue = kueue
         self._documents = documents

@@ -14,6 +14,8 @@ class ShadowJudge:
     """Mixed into QueueCluster: `_real` holds what the real scheduler popped and bound in this step,
     `_tried` the pods the twin's queue tried."""
 
+    _settling = None  # the step's settle reply while it is still awaited (settlereply.py)
+
     def attempt(self, pod: PodInfo, twin: Decision, now: float) -> Outcome:
         """The twin's queue popped `pod`: what did the real scheduler do with it in this step?
 
@@ -21,10 +23,14 @@ class ShadowJudge:
         it back, e.g. a pod of its spread selector bound elsewhere): the twin's k-th try is judged
         against the real queue's k-th pop of it, which failed unless it is the last."""
         self._tried.add(pod.name)
+        # while the settle is still under way, the twin's ranking of the nodes (parity.check's) is
+        # computed on this core: it leaves no trace, and is redone if the state changes below
+        ranked = self.parity.rank(pod, twin, self.shadow) if self._settling is not None else None
         pops = self._pops(pod.name)
         i = pops.pop(0) if pops else None
         if i is not None and self._catch_up(pod.name, now, i):  # judged on the state the real one had
             twin = self.shadow.profiles[pod.scheduler_name].schedule_one(pod, self.shadow.nodes)
+            ranked = None
         if i is None:
             self.parity.timing(now, pod, "the twin's queue tried it, kube-scheduler's did not",
                                self.shadow.nodes.names, twin)  # fmt: skip
@@ -35,7 +41,7 @@ class ShadowJudge:
         node = self._real["bound"].get(pod.name)
         if node is not None:
             index = self.shadow.nodes.index[node]
-            self.parity.check(pod, twin, self.shadow, index, now)
+            self.parity.check(pod, twin, self.shadow, index, now, ranked)
             return Outcome(index)
         reason, nominated, victims = self._real_failure(pod.name)
         self.parity.failed(pod, twin, self.shadow, nominated, reason, now)

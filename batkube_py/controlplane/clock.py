@@ -29,6 +29,7 @@ class SchedulerClock:
         self._buf = b""
         self._served = False  # a request was answered: a connection lost after that is a dead scheduler
         self._lost: str | None = None
+        self._fresh = False
 
     def _connect(self) -> socket.socket:
         if self._sock is None:
@@ -49,48 +50,57 @@ class SchedulerClock:
                 raise ConnectionResetError("the clock endpoint closed the connection")
             self._buf += chunk
 
-    def _exchange(self, path: str, query: str) -> tuple[int, str]:
-        sock = self._connect()
-        sock.sendall(f"POST {path}?{query} HTTP/1.1\r\nHost: batkube\r\nContent-Length: 0\r\n\r\n".encode())
-        self._read_until(sock, lambda: b"\r\n\r\n" in self._buf)
-        head, self._buf = self._buf.split(b"\r\n\r\n", 1)
-        lines = head.decode("latin-1").split("\r\n")
-        status = int(lines[0].split()[1])
-        length = next((int(v) for k, _, v in (x.partition(":") for x in lines[1:])
-                       if k.strip().lower() == "content-length"), None)  # fmt: skip
-        if length is None:
-            raise http.client.HTTPException(f"no Content-Length in the reply to {path}")
-        self._read_until(sock, lambda: len(self._buf) >= length)
-        body, self._buf = self._buf[:length], self._buf[length:]
-        return status, body.decode(errors="replace")
-
-    def _call(self, path: str, **params: Any) -> dict:
-        """One request. Never retried on a new connection: the endpoint keeps its connections open, so a
-        dropped one means the scheduler died (or was restarted, with an empty queue and a wall clock):
-        the run cannot go on as if nothing happened."""
+    def _send(self, path: str, params: dict[str, Any]) -> None:
         if self._lost:
             raise ClockError(self._lost)
         query = urllib.parse.urlencode({"run": self.run, **params})
-        fresh = self._sock is None and not self._served
+        self._fresh = self._sock is None and not self._served
         try:
-            status, body = self._exchange(path, query)
+            request = f"POST {path}?{query} HTTP/1.1\r\nHost: batkube\r\nContent-Length: 0\r\n\r\n"
+            self._connect().sendall(request.encode())
+        except OSError as exc:
+            raise self._broken(path, exc) from None
+
+    def _receive(self, path: str) -> dict:
+        try:
+            sock = self._connect()
+            self._read_until(sock, lambda: b"\r\n\r\n" in self._buf)
+            head, self._buf = self._buf.split(b"\r\n\r\n", 1)
+            lines = head.decode("latin-1").split("\r\n")
+            status = int(lines[0].split()[1])
+            length = next((int(v) for k, _, v in (x.partition(":") for x in lines[1:])
+                           if k.strip().lower() == "content-length"), None)  # fmt: skip
+            if length is None:
+                raise http.client.HTTPException(f"no Content-Length in the reply to {path}")
+            self._read_until(sock, lambda: len(self._buf) >= length)
+            body, self._buf = self._buf[:length].decode(errors="replace"), self._buf[length:]
         except (OSError, http.client.HTTPException, ValueError, IndexError) as exc:
-            self._close()
-            if not isinstance(exc, OSError):
-                why = f"sent an unreadable reply to {path}: {exc}"
-            elif isinstance(exc, TimeoutError | socket.timeout):
-                why = f"did not answer {path} within {self.timeout + 5:g} s"
-            elif fresh:
-                why = f"refused the connection ({type(exc).__name__}): is {self.component} running?"
-            else:
-                why = (f"dropped its connection during {path} ({type(exc).__name__}): {self.component} "
-                       "died or was restarted, and its queue with it")  # fmt: skip
-            self._lost = f"{self.component}'s clock endpoint {self.address} {why}"
-            raise ClockError(self._lost) from None
+            raise self._broken(path, exc) from None
         self._served = True
         if status != 200:
             raise ClockError(f"{self.component}'s clock endpoint {path}: {status} {body.strip()}")
         return json.loads(body)
+
+    def _broken(self, path: str, exc: Exception) -> ClockError:
+        """Never retried on a new connection: the endpoint keeps its connections open, so a dropped one
+        means the scheduler died (or was restarted, with an empty queue and a wall clock): the run
+        cannot go on as if nothing happened."""
+        self._close()
+        if not isinstance(exc, OSError):
+            why = f"sent an unreadable reply to {path}: {exc}"
+        elif isinstance(exc, TimeoutError | socket.timeout):
+            why = f"did not answer {path} within {self.timeout + 5:g} s"
+        elif self._fresh:
+            why = f"refused the connection ({type(exc).__name__}): is {self.component} running?"
+        else:
+            why = (f"dropped its connection during {path} ({type(exc).__name__}): {self.component} "
+                   "died or was restarted, and its queue with it")  # fmt: skip
+        self._lost = f"{self.component}'s clock endpoint {self.address} {why}"
+        return ClockError(self._lost)
+
+    def _call(self, path: str, **params: Any) -> dict:
+        self._send(path, params)
+        return self._receive(path)
 
     def ready(self) -> dict:
         return self._call("/ready")
@@ -103,6 +113,11 @@ class SchedulerClock:
         """Wait until the scheduler's handlers ran `want` times per event label, flush the leftover
         pods at the 30-s tick `tick` if given, then let it work until it has nothing left to do;
         with `t`, begin the step at simulated time t first (one request instead of two)."""
+        self.settle_send(want, tick, t)
+        return self.settle_reply()
+
+    def settle_send(self, want: dict[str, int], tick: float | None, t: float | None = None) -> None:
+        """The settle request alone: its reply (`settle_reply`) may be awaited from another thread."""
         params: dict[str, Any] = {
             "want": ",".join(f"{k}:{v}" for k, v in sorted(want.items())),
             "timeout": self.timeout,
@@ -111,7 +126,10 @@ class SchedulerClock:
             params["tick"] = repr(float(tick))
         if t is not None:
             params["t"] = repr(float(t))
-        return self._call("/settle", **params)
+        self._send("/settle", params)
+
+    def settle_reply(self) -> dict:
+        return self._receive("/settle")
 
     def end(self) -> None:
         try:

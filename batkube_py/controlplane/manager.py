@@ -249,6 +249,9 @@ class ControlPlane:
             "--service-cluster-ip-range=10.0.0.0/24",
             "--endpoint-reconciler-type=none",
             "--profiling=false",
+            # its not-ready taint waits for a node controller this control plane does not run: the
+            # adapter would lift it with one patch per node (kubelet.py)
+            "--disable-admission-plugins=TaintNodesByCondition",
             f"--cert-dir={self.dir / 'certs'}",
         ]
         if groups_enabled(st):
