@@ -70,6 +70,8 @@ def test_apiserver_ratio_prints_both_walls_each_components_cpu_and_the_ratio():
     # the walls are printed to 0.1 s, the ratio from the unrounded ones: it lies within their rounding
     b, f = float(bench[1]), float(floor[1])
     assert ratio and (b - 0.05) / (f + 0.05) <= float(ratio[1]) <= (b + 0.05) / max(f - 0.05, 1e-9), text
+    bound = re.search(f"CPU alone needs {x} s of wall on (\\d+) cores however its parts overlap: {x}x", text)
+    assert bound and float(bound[1]) > 0 and int(bound[2]) >= 1, text  # the lower bound of the wall
     versions = r"40 jobs, Batsim double, kube-scheduler v1\.37\.2, etcd v3\.7\.0: median wall ratio"
     assert re.search(versions, text), text
 
