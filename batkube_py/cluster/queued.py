@@ -220,9 +220,10 @@ class QueueCluster(SettleReply, ShadowJudge, ApiServerCluster):
     def delete_pod(self, name: str, now: float) -> None:
         if name in self.shadow.pods:
             self.shadow.delete_pod(name, now)
-        # with no pod pending, no queue entry can read the clock: the step needs no begin of its own
-        # (a delete ahead, decision.py, would otherwise cost a clock request per completion)
-        if self.broken or (self.pending() > 0 and not self._begin(now)):
+        # with no pod pending, no queue entry can read the clock: a delete ahead (decision.py) needs no
+        # begin of its own, which would cost a clock request per completion
+        quiet = self.deletes_ahead and self.pending() == 0
+        if self.broken or (not quiet and not self._begin(now)):
             self._forget(name)
             return
         self.start_times.gone(name)
@@ -266,6 +267,8 @@ class QueueCluster(SettleReply, ShadowJudge, ApiServerCluster):
         self._drain()
         self._alive()
         self._send_settle(now, flush, begin, t0)  # settlereply.py: the shadow's cycle runs meanwhile
+        if not self.settle_beside:
+            self._real  # noqa: B018 (waits for the reply first)
         self._tried = set()
         try:
             self.shadow.schedule(now)

@@ -20,6 +20,8 @@ from batkube_py.controlplane.clock import ClockError
 class SettleReply:
     """Mixed into QueueCluster (queued.py), whose step state it reads and updates."""
 
+    settle_beside = True  # False: the shadow waits for the reply before its cycle (the real Kueue's runs)
+
     def _settle_init(self) -> None:
         self._real_step: dict = {}  # what the real scheduler did in this step
         self._settling: futures.Future | None = None
