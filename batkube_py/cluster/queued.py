@@ -267,8 +267,6 @@ class QueueCluster(SettleReply, ShadowJudge, ApiServerCluster):
         self._drain()
         self._alive()
         self._send_settle(now, flush, begin, t0)  # settlereply.py: the shadow's cycle runs meanwhile
-        if not self.settle_beside:
-            self._real  # noqa: B018 (waits for the reply first)
         self._tried = set()
         try:
             self.shadow.schedule(now)

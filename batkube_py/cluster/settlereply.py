@@ -34,6 +34,8 @@ class SettleReply:
             self._clock_failed(exc, f"settle t={now}")
             raise BackendError(self.broken or str(exc)) from None
         self._settling = self._settler.submit(self._settled, now, flush, t0)
+        if not self.settle_beside:
+            self._real_step, self._settling = self._settling.result(), None
 
     def _abandon_settle(self) -> None:
         """The shadow's cycle failed: wait for the reply (its own error, if any, is the lesser news)."""
